@@ -1,0 +1,50 @@
+"""`lanegraph`: the command line. Each subcommand lives in its own module with a `register` function.
+
+A `LanegraphError` (a mistake the user can fix) ends as one line on stderr and exit status 2; only a
+real bug shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+
+from pipelines.resources.errors import LanegraphError
+
+# Order here is the order of `lanegraph --help`.
+COMMAND_MODULES = ("demo", "db", "ui")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lanegraph",
+        description="PostgreSQL-native graph-RAG: build the graph with Dagster, answer with one SQL statement.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        import_module(f"pipelines.cli.{name}").register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    try:
+        return int(arguments.handler(arguments) or 0)
+    except LanegraphError as error:
+        print(f"lanegraph: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lanegraph: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

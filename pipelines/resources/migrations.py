@@ -1,0 +1,176 @@
+"""Ordered, idempotent schema migrations from sql_templates/schema/, recorded in a version table.
+
+The vector width is a setting: migrations are written with `{{embedding_dimension}}` and the width in
+force is recorded in the database. A configuration that disagrees with the database is refused with
+the command that migrates, never a crash half-way through an insert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from pipelines.config import SQL_TEMPLATES
+from pipelines.resources.errors import DatabaseError
+
+SCHEMA_DIR = SQL_TEMPLATES / "schema"
+MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+DIMENSION_TOKEN = "{{embedding_dimension}}"
+# Any fixed number serialises concurrent migrators on one database.
+MIGRATION_LOCK_KEY = 0x4C414E45
+
+BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS lanegraph_migration (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    checksum    text NOT NULL,
+    applied_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS lanegraph_setting (
+    key    text PRIMARY KEY,
+    value  text NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    def render(self, embedding_dimension: int) -> str:
+        return self.path.read_text().replace(DIMENSION_TOKEN, str(int(embedding_dimension)))
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def discover_migrations(schema_dir: Path = SCHEMA_DIR) -> list[Migration]:
+    migrations = []
+    for path in sorted(schema_dir.glob("*.sql")):
+        match = MIGRATION_FILE.match(path.name)
+        if not match:
+            raise DatabaseError(f"{path}: migration files are named NNNN_name.sql")
+        migrations.append(Migration(int(match.group(1)), match.group(2), path))
+    versions = [m.version for m in migrations]
+    if len(set(versions)) != len(versions):
+        raise DatabaseError(f"{schema_dir}: two migration files share a version number")
+    return migrations
+
+
+def recorded_dimension(connection: psycopg.Connection) -> int | None:
+    row = connection.execute(
+        "SELECT value FROM lanegraph_setting WHERE key = 'embedding_dimension'"
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def _require_extensions(connection: psycopg.Connection) -> None:
+    available = {
+        name
+        for (name,) in connection.execute(
+            "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'pg_trgm')"
+        )
+    }
+    missing = {"vector", "pg_trgm"} - available
+    if missing:
+        raise DatabaseError(
+            f"the database server lacks the extension(s) {', '.join(sorted(missing))}; "
+            "install pgvector and contrib (pg_trgm) on the server, or unset DATABASE_URL to use "
+            "the embedded PostgreSQL"
+        )
+
+
+def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied (empty when up to date)."""
+    _require_extensions(connection)
+    applied_now: list[str] = []
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        connection.execute(BOOKKEEPING)
+        stored = recorded_dimension(connection)
+        if stored is not None and stored != embedding_dimension:
+            raise DatabaseError(
+                f"the database stores vector({stored}) embeddings but lanes.yaml sets "
+                f"pipeline.embedding.dimension: {embedding_dimension}; run "
+                f"`lanegraph db migrate --embedding-dimension {embedding_dimension}` to rebuild the "
+                "vector columns, then re-materialize the embedding assets"
+            )
+        applied = {v for (v,) in connection.execute("SELECT version FROM lanegraph_migration")}
+        for migration in discover_migrations():
+            if migration.version in applied:
+                continue
+            try:
+                connection.execute(migration.render(embedding_dimension))
+            except psycopg.errors.InsufficientPrivilege as error:
+                raise DatabaseError(
+                    f"{migration.path.name}: permission denied ({error.diag.message_primary}); "
+                    "the role in DATABASE_URL must own the schema (and be allowed to CREATE EXTENSION)"
+                ) from None
+            connection.execute(
+                "INSERT INTO lanegraph_migration (version, name, checksum) VALUES (%s, %s, %s)",
+                (migration.version, migration.name, migration.checksum),
+            )
+            applied_now.append(migration.path.name)
+        connection.execute(
+            "INSERT INTO lanegraph_setting (key, value) VALUES ('embedding_dimension', %s) "
+            "ON CONFLICT (key) DO NOTHING",
+            (str(embedding_dimension),),
+        )
+    return applied_now
+
+
+def vector_columns(connection: psycopg.Connection) -> list[tuple[str, str]]:
+    """(table, column) of every pgvector column in the current schema."""
+    return connection.execute(
+        """
+        SELECT c.relname, a.attname
+        FROM pg_attribute a
+        JOIN pg_class c ON c.oid = a.attrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND c.relkind = 'r'
+          AND a.atttypid = 'vector'::regtype AND a.attnum > 0 AND NOT a.attisdropped
+        ORDER BY 1, 2
+        """
+    ).fetchall()
+
+
+def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -> int:
+    """Retype every vector column to `dimension`, clearing embeddings; return the columns changed.
+
+    Embeddings of another width are meaningless under the new model, so they are cleared and the
+    HNSW indexes rebuilt empty; re-materializing the embedding assets refills them.
+    """
+    columns = vector_columns(connection)
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        indexes = connection.execute(
+            """
+            SELECT indexname, indexdef FROM pg_indexes
+            WHERE schemaname = current_schema() AND indexdef LIKE '%% USING hnsw %%'
+            """
+        ).fetchall()
+        for name, _ in indexes:
+            connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        for table, column in columns:
+            connection.execute(
+                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({}) USING NULL").format(
+                    sql.Identifier(table), sql.Identifier(column), sql.Literal(int(dimension))
+                )
+            )
+        connection.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        for _, definition in indexes:
+            connection.execute(definition)
+        connection.execute(
+            "INSERT INTO lanegraph_setting (key, value) VALUES ('embedding_dimension', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(dimension),),
+        )
+    return len(columns)
