@@ -1,0 +1,98 @@
+"""Test fixtures: a real PostgreSQL for every test that needs one, never a mock.
+
+Without DATABASE_URL the suite starts its own embedded server in a temporary data directory (so a
+developer's demo database is never touched) and stops it at the end. With DATABASE_URL it runs
+against that server. Either way each fixture gets its own freshly migrated schema, dropped at the
+end of the session, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.resources.database import Database, connect, prepare_database, resolve_database_url
+from pipelines.resources.embedded_postgres import EmbeddedPostgres
+
+TEST_DATABASE = "lanegraph_test"
+MakeDatabase = Callable[[], Database]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private LANEGRAPH_DATA_DIR (embedded server, Dagster home) for the whole session."""
+    previous = os.environ.get("LANEGRAPH_DATA_DIR")
+    data_dir = tmp_path_factory.mktemp("lanegraph-data")
+    os.environ["LANEGRAPH_DATA_DIR"] = str(data_dir)
+    os.environ["DAGSTER_HOME"] = str(data_dir / "dagster")
+    yield data_dir
+    if not os.environ.get("DATABASE_URL"):
+        EmbeddedPostgres(data_dir).stop()
+    if previous is None:
+        os.environ.pop("LANEGRAPH_DATA_DIR", None)
+    else:
+        os.environ["LANEGRAPH_DATA_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def server_url(isolated_data_dir: Path) -> str:
+    """The test database: DATABASE_URL, or `lanegraph_test` on the session's embedded server."""
+    return resolve_database_url(TEST_DATABASE)
+
+
+@pytest.fixture(scope="session")
+def embedding_dimension() -> int:
+    return load_config(PROJECT_ROOT / "lanes.yaml").pipeline.embedding.dimension
+
+
+def schema_url(url: str, schema: str) -> str:
+    """`url` with a search path that puts `schema` first and keeps the extensions in public visible."""
+    return psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema},public")
+
+
+@pytest.fixture(scope="session")
+def make_schema_url(server_url: str, embedding_dimension: int) -> Iterator[Callable[[], str]]:
+    """Factory: a new, migrated schema on the test server; returns a URL whose search path selects it."""
+    created: list[str] = []
+
+    def make() -> str:
+        schema = f"lanegraph_test_{uuid.uuid4().hex[:10]}"
+        with connect(server_url, autocommit=True) as connection:
+            connection.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        created.append(schema)
+        url = schema_url(server_url, schema)
+        prepare_database(url, embedding_dimension)
+        return url
+
+    yield make
+    with connect(server_url, autocommit=True) as connection:
+        for schema in created:
+            connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(scope="session")
+def make_database(make_schema_url: Callable[[], str]) -> Iterator[MakeDatabase]:
+    """Factory: a pooled `Database` on a new migrated schema; closed at the end of the session."""
+    opened: list[Database] = []
+
+    def make() -> Database:
+        database = Database(make_schema_url())
+        opened.append(database)
+        return database
+
+    yield make
+    for database in opened:
+        database.close()
+
+
+@pytest.fixture()
+def database(make_database: MakeDatabase) -> Database:
+    """A fresh, empty, migrated database schema for one test."""
+    return make_database()
