@@ -9,6 +9,8 @@ end of the session, so tests never see each other's rows.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,15 +28,20 @@ MakeDatabase = Callable[[], Database]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A private LANEGRAPH_DATA_DIR (embedded server, Dagster home) for the whole session."""
+def isolated_data_dir() -> Iterator[Path]:
+    """A private LANEGRAPH_DATA_DIR (embedded server, Dagster home) for the whole session.
+
+    Not pytest's tmp_path: pytest prunes older sessions' folders, which would pull the data
+    directory from under a server that a concurrent session still runs.
+    """
     previous = os.environ.get("LANEGRAPH_DATA_DIR")
-    data_dir = tmp_path_factory.mktemp("lanegraph-data")
+    data_dir = Path(tempfile.mkdtemp(prefix="lanegraph-test-"))
     os.environ["LANEGRAPH_DATA_DIR"] = str(data_dir)
     os.environ["DAGSTER_HOME"] = str(data_dir / "dagster")
     yield data_dir
     if not os.environ.get("DATABASE_URL"):
         EmbeddedPostgres(data_dir).stop()
+    shutil.rmtree(data_dir, ignore_errors=True)
     if previous is None:
         os.environ.pop("LANEGRAPH_DATA_DIR", None)
     else:

@@ -45,6 +45,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("lanegraph: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

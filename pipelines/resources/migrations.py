@@ -157,6 +157,17 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
             WHERE schemaname = current_schema() AND indexdef LIKE '%% USING hnsw %%'
             """
         ).fetchall()
+        # Views such as live_fact select the vector columns, and PostgreSQL refuses to retype a
+        # column a view reads: drop them and recreate them from their stored definitions.
+        views = connection.execute(
+            """
+            SELECT c.relname, pg_get_viewdef(c.oid) FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relkind = 'v' ORDER BY c.oid
+            """
+        ).fetchall()
+        for name, _ in reversed(views):
+            connection.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(name)))
         for name, _ in indexes:
             connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
         for table, column in columns:
@@ -168,6 +179,8 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
         connection.execute("SET LOCAL maintenance_work_mem = '1GB'")
         for _, definition in indexes:
             connection.execute(definition)
+        for name, definition in views:
+            connection.execute(sql.SQL("CREATE VIEW {} AS ").format(sql.Identifier(name)) + sql.SQL(definition))
         connection.execute(
             "INSERT INTO lanegraph_setting (key, value) VALUES ('embedding_dimension', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

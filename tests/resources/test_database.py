@@ -1,0 +1,125 @@
+"""The schema, migrations and database resource, against the real server."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from pipelines.resources.database import Database, connect, prepare_database
+from pipelines.resources.errors import DatabaseError
+from pipelines.resources.migrations import change_embedding_dimension, discover_migrations, vector_columns
+
+TABLES = {
+    "document", "chunk", "entity", "fact", "community", "profile", "raptor_node", "session_item",
+    "entity_kind", "bm25_posting", "bm25_term", "bm25_chunk_length", "bm25_corpus",
+}
+EMBEDDED_TABLES = {"chunk", "entity", "fact", "community", "profile", "raptor_node", "session_item", "entity_kind"}
+
+
+def catalog(connection: psycopg.Connection) -> dict[str, set[str]]:
+    schema = "current_schema()"
+    return {
+        "tables": {r for (r,) in connection.execute(f"SELECT tablename FROM pg_tables WHERE schemaname = {schema}")},
+        "views": {r for (r,) in connection.execute(f"SELECT viewname FROM pg_views WHERE schemaname = {schema}")},
+        "indexes": {
+            r for (r,) in connection.execute(f"SELECT indexdef FROM pg_indexes WHERE schemaname = {schema}")
+        },
+    }
+
+
+def test_every_table_view_and_index_exists(database: Database) -> None:
+    with database.connection() as connection:
+        found = catalog(connection)
+    assert TABLES <= found["tables"]
+    assert "live_fact" in found["views"]
+    hnsw_tables = {
+        definition.split(" ON ")[1].split()[0].split(".")[-1]
+        for definition in found["indexes"]
+        if "USING hnsw (embedding vector_cosine_ops)" in definition
+    }
+    assert hnsw_tables == EMBEDDED_TABLES
+    assert any("fact USING btree (subject_id)" in d for d in found["indexes"])
+    assert any("fact USING btree (object_id)" in d for d in found["indexes"])
+    assert any("gin (lower(name) gin_trgm_ops)" in d for d in found["indexes"])
+
+
+def test_every_table_carries_scopes(database: Database) -> None:
+    with database.connection() as connection:
+        rows = connection.execute(
+            "SELECT table_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND column_name = 'scopes'"
+        ).fetchall()
+    assert TABLES <= {table for (table,) in rows}
+
+
+def test_vector_width_follows_configuration(database: Database, embedding_dimension: int) -> None:
+    with database.connection() as connection:
+        widths = connection.execute(
+            "SELECT DISTINCT atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND a.atttypid = 'vector'::regtype AND c.relkind = 'r'"
+        ).fetchall()
+    assert widths == [(embedding_dimension,)]
+
+
+def test_migrations_applied_twice_change_nothing(database: Database, embedding_dimension: int) -> None:
+    with database.connection() as connection:
+        before = catalog(connection)
+    assert prepare_database(database.url, embedding_dimension) == []
+    with database.connection() as connection:
+        assert catalog(connection) == before
+        recorded = connection.execute("SELECT count(*) FROM lanegraph_migration").fetchone()[0]
+    assert recorded == len(discover_migrations())
+
+
+def test_live_fact_hides_closed_and_future_claims(database: Database) -> None:
+    with database.connection() as connection:
+        connection.execute("INSERT INTO entity_kind (name) VALUES ('project')")
+        connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name) VALUES ('project:atlas', 'Atlas', 'project', 'atlas')"
+        )
+        connection.execute(
+            """
+            INSERT INTO fact (id, subject_id, predicate, object_value, statement, valid_from, recorded_to)
+            VALUES ('now', 'project:atlas', 'status', 'active', 'Atlas is active.', NULL, NULL),
+                   ('closed', 'project:atlas', 'status', 'waiting', 'Atlas waits.', NULL, now()),
+                   ('future', 'project:atlas', 'status', 'done', 'Atlas is done.', now() + interval '1 day', NULL)
+            """
+        )
+        live = {r for (r,) in connection.execute("SELECT id FROM live_fact")}
+    assert live == {"now"}
+
+
+def test_width_mismatch_names_the_migration_command(database: Database, embedding_dimension: int) -> None:
+    with pytest.raises(DatabaseError, match=r"lanegraph db migrate --embedding-dimension 768"):
+        prepare_database(database.url, 768)
+
+
+def test_changing_the_width_is_a_migration(make_schema_url, embedding_dimension: int) -> None:
+    url = make_schema_url()
+    with connect(url, autocommit=True) as connection:
+        changed = change_embedding_dimension(connection, 8)
+        assert changed == len(EMBEDDED_TABLES)
+        assert {table for table, _ in vector_columns(connection)} == EMBEDDED_TABLES
+    assert prepare_database(url, 8) == []
+    with pytest.raises(DatabaseError, match="vector\\(8\\)"):
+        prepare_database(url, embedding_dimension)
+
+
+def test_pool_registers_pgvector(database: Database) -> None:
+    with database.connection() as connection:
+        value = connection.execute("SELECT '[1,2,3]'::vector").fetchone()[0]
+    assert value.to_list() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("postgresql://nobody@127.0.0.1:1/none", "cannot connect to PostgreSQL at 127.0.0.1:1/none"),
+        ("not a url at all", "not a valid PostgreSQL connection string"),
+    ],
+)
+def test_bad_url_is_one_line(url: str, message: str) -> None:
+    with pytest.raises(DatabaseError, match=message) as raised:
+        connect(url)
+    assert "\n" not in str(raised.value)
