@@ -1,0 +1,271 @@
+"""Bulk-load a synthetic corpus into its own schema and time the index builds.
+
+Each corpus size gets a schema of its own (`lanegraph_bench_<chunks>`), migrated like any Lanegraph
+database. Secondary indexes are dropped before the COPY and rebuilt after it, one at a time and timed
+(HNSW built into a sorted, full table is both faster and what a real bulk load does), then every
+table is vacuumed and analyzed so the planner sees the real sizes. A marker table records the shape
+and the build times, so `--reuse` can skip regenerating a large corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from pipelines.bench.synthetic import SyntheticCorpus
+from pipelines.resources.database import connect, prepare_database
+
+BENCH_DATABASE = "lanegraph_bench"
+MARKER_TABLE = "lanegraph_bench_corpus"
+# HNSW builds fastest when the whole graph fits maintenance_work_mem; size it to the table (vector
+# bytes plus neighbour lists) within a cap that leaves the machine room to breathe.
+HNSW_BYTES_PER_ROW_OVERHEAD = 600
+MAINTENANCE_WORK_MEM_FLOOR_MB = 256
+MAINTENANCE_WORK_MEM_CAP_MB = 8192
+
+
+@dataclass(frozen=True)
+class CopyTarget:
+    table: str
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+
+
+ENTITY_KIND = CopyTarget("entity_kind", ("name", "description", "embedding"), ("text", "text", "vector"))
+ENTITY = CopyTarget(
+    "entity",
+    ("id", "name", "kind", "normalized_name", "embedding", "created_at"),
+    ("text", "text", "text", "text", "vector", "timestamptz"),
+)
+DOCUMENT = CopyTarget(
+    "document",
+    ("id", "title", "uri", "body", "content_hash", "observed_at", "created_at", "updated_at"),
+    ("text", "text", "text", "text", "text", "timestamptz", "timestamptz", "timestamptz"),
+)
+CHUNK = CopyTarget(
+    "chunk",
+    ("id", "document_id", "position", "text", "token_count", "content_hash", "embedding",
+     "embedding_model", "embedded_hash"),
+    ("text", "text", "int4", "text", "int4", "text", "vector", "text", "text"),
+)
+FACT = CopyTarget(
+    "fact",
+    ("id", "subject_id", "predicate", "object_id", "object_value", "statement", "embedding",
+     "source_chunk_id", "document_id", "valid_from", "recorded_from", "recorded_to", "access_count"),
+    ("text", "text", "text", "text", "text", "text", "vector", "text", "text", "timestamptz",
+     "timestamptz", "timestamptz", "int4"),
+)
+BM25_POSTING = CopyTarget("bm25_posting", ("term", "chunk_id", "term_frequency"), ("text", "text", "int4"))
+BM25_CHUNK_LENGTH = CopyTarget("bm25_chunk_length", ("chunk_id", "length"), ("text", "int4"))
+COMMUNITY = CopyTarget(
+    "community",
+    ("id", "level", "parent_id", "label", "summary", "members", "embedding"),
+    ("text", "int4", "text", "text", "text", "text[]", "vector"),
+)
+PROFILE = CopyTarget("profile", ("entity_id", "summary", "fact_count", "embedding"), ("text", "text", "int4", "vector"))
+RAPTOR_NODE = CopyTarget(
+    "raptor_node", ("id", "level", "summary", "children", "embedding"), ("text", "int4", "text", "text[]", "vector")
+)
+SESSION_ITEM = CopyTarget(
+    "session_item",
+    ("id", "text", "embedding", "created_at", "promoted_at"),
+    ("text", "text", "vector", "timestamptz", "timestamptz"),
+)
+LOADED_TABLES = (
+    ENTITY_KIND, ENTITY, DOCUMENT, CHUNK, FACT, BM25_POSTING, BM25_CHUNK_LENGTH, COMMUNITY, PROFILE,
+    RAPTOR_NODE, SESSION_ITEM,
+)
+DERIVED_TABLES = ("bm25_term", "bm25_corpus")
+
+SECONDARY_INDEXES = """
+SELECT i.relname, t.relname, pg_get_indexdef(i.oid), am.amname
+FROM pg_index x
+JOIN pg_class i ON i.oid = x.indexrelid
+JOIN pg_class t ON t.oid = x.indrelid
+JOIN pg_am am ON am.oid = i.relam
+JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE n.nspname = current_schema()
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)
+ORDER BY t.relname, i.relname
+"""
+
+TERM_STATISTICS = """
+INSERT INTO bm25_term (term, document_frequency)
+SELECT term, count(*) FROM bm25_posting GROUP BY term
+"""
+CORPUS_STATISTICS = """
+INSERT INTO bm25_corpus (chunk_count, average_length)
+SELECT count(*), coalesce(avg(length), 0) FROM bm25_chunk_length
+"""
+# Degree over live facts, in both directions, as the graph asset defines it.
+ENTITY_DEGREE = """
+UPDATE entity SET degree = counted.degree
+FROM (
+    SELECT endpoint, count(*) AS degree FROM (
+        SELECT subject_id AS endpoint FROM live_fact
+        UNION ALL
+        SELECT object_id FROM live_fact WHERE object_id IS NOT NULL
+    ) AS endpoints GROUP BY endpoint
+) AS counted
+WHERE entity.id = counted.endpoint
+"""
+
+
+@dataclass(frozen=True)
+class IndexBuild:
+    name: str
+    table: str
+    method: str
+    seconds: float
+    rows: int
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What the loader did, kept in the marker table so a reused corpus reports the same."""
+
+    shape: dict[str, int]
+    load_seconds: float
+    index_builds: tuple[IndexBuild, ...]
+    table_rows: dict[str, int]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> LoadResult:
+        return cls(
+            shape=data["shape"], load_seconds=data["load_seconds"],
+            index_builds=tuple(IndexBuild(**build) for build in data["index_builds"]),
+            table_rows=data["table_rows"],
+        )
+
+
+def bench_schema(chunks: int) -> str:
+    return f"lanegraph_bench_{chunks}"
+
+
+def schema_url(url: str, schema: str) -> str:
+    """`url` with a search path that selects `schema` and keeps the extensions in public visible."""
+    return psycopg.conninfo.make_conninfo(url, options=f"-c search_path={schema},public")
+
+
+def recreate_schema(server_url: str, schema: str, embedding_dimension: int) -> str:
+    """Drop and recreate `schema`, migrate it, and return a URL that selects it."""
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        connection.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    url = schema_url(server_url, schema)
+    prepare_database(url, embedding_dimension)
+    return url
+
+
+def drop_schema(server_url: str, schema: str) -> None:
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def recorded_load(url: str, shape: dict[str, int]) -> LoadResult | None:
+    """The load recorded in the schema behind `url`, when it holds a corpus of exactly `shape`."""
+    with connect(url, autocommit=True) as connection:
+        exists = connection.execute("SELECT to_regclass(%s)", (MARKER_TABLE,)).fetchone()[0]
+        if exists is None:
+            return None
+        row = connection.execute(sql.SQL("SELECT load FROM {}").format(sql.Identifier(MARKER_TABLE))).fetchone()
+    if row is None or row[0]["shape"] != shape:
+        return None
+    return LoadResult.from_json(row[0])
+
+
+def _copy_rows(connection: psycopg.Connection, target: CopyTarget, rows: Iterable[tuple]) -> int:
+    statement = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(
+        sql.Identifier(target.table), sql.SQL(", ").join(map(sql.Identifier, target.columns))
+    )
+    written = 0
+    with connection.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(list(target.types))
+        for row in rows:
+            copy.write_row(row)
+            written += 1
+    return written
+
+
+def _maintenance_work_mem_mb(rows: int, dimension: int) -> int:
+    estimate = rows * (4 * dimension + HNSW_BYTES_PER_ROW_OVERHEAD) // (1024 * 1024)
+    return int(min(MAINTENANCE_WORK_MEM_CAP_MB, max(MAINTENANCE_WORK_MEM_FLOOR_MB, estimate * 3 // 2)))
+
+
+def _skip_foreign_key_checks(connection: psycopg.Connection) -> None:
+    """Generated rows are consistent by construction; a superuser may skip per-row FK triggers."""
+    try:
+        connection.execute("SET session_replication_role = replica")
+    except psycopg.errors.InsufficientPrivilege:
+        connection.rollback()
+
+
+def load_corpus(url: str, corpus: SyntheticCorpus, *, raptor_max_levels: int, raptor_root_count: int) -> LoadResult:
+    """COPY every table of `corpus` into the (migrated, empty) schema behind `url`; build indexes."""
+    started = time.perf_counter()
+    counts: dict[str, int] = {target.table: 0 for target in LOADED_TABLES}
+    with connect(url) as connection:
+        register_vector(connection)
+        _skip_foreign_key_checks(connection)
+        indexes = connection.execute(SECONDARY_INDEXES).fetchall()
+        for name, _, _, _ in indexes:
+            connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        counts["entity_kind"] = _copy_rows(connection, ENTITY_KIND, corpus.entity_kinds())
+        counts["entity"] = _copy_rows(connection, ENTITY, corpus.entities())
+        for block in corpus.content_blocks():
+            counts["document"] += _copy_rows(connection, DOCUMENT, block.documents)
+            counts["chunk"] += _copy_rows(connection, CHUNK, block.chunks)
+            counts["fact"] += _copy_rows(connection, FACT, block.facts)
+            counts["bm25_posting"] += _copy_rows(connection, BM25_POSTING, block.postings)
+            counts["bm25_chunk_length"] += _copy_rows(connection, BM25_CHUNK_LENGTH, block.chunk_lengths)
+        counts["community"] = _copy_rows(connection, COMMUNITY, corpus.communities())
+        counts["profile"] = _copy_rows(connection, PROFILE, corpus.profiles())
+        counts["raptor_node"] = _copy_rows(
+            connection, RAPTOR_NODE, corpus.raptor_nodes(raptor_max_levels, raptor_root_count)
+        )
+        counts["session_item"] = _copy_rows(connection, SESSION_ITEM, corpus.session_items())
+        connection.execute(TERM_STATISTICS)
+        connection.execute(CORPUS_STATISTICS)
+        connection.execute(ENTITY_DEGREE)
+        connection.commit()
+        load_seconds = time.perf_counter() - started
+        builds = tuple(_build_index(connection, index, counts, corpus.shape.dimension) for index in indexes)
+    with connect(url, autocommit=True) as connection:
+        for table in (*(target.table for target in LOADED_TABLES), *DERIVED_TABLES):
+            connection.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+        counts.update(
+            {table: connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
+             for table in DERIVED_TABLES}
+        )
+        result = LoadResult(corpus.shape.as_dict(), load_seconds, builds, counts)
+        connection.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (load jsonb NOT NULL)").format(sql.Identifier(MARKER_TABLE)))
+        connection.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(MARKER_TABLE)))
+        connection.execute(
+            sql.SQL("INSERT INTO {} (load) VALUES (%s::jsonb)").format(sql.Identifier(MARKER_TABLE)),
+            (json.dumps(result.to_json()),),
+        )
+    return result
+
+
+def _build_index(connection: psycopg.Connection, index: tuple, counts: dict[str, int], dimension: int) -> IndexBuild:
+    name, table, definition, method = index
+    rows = counts.get(table, 0)
+    with connection.transaction():
+        connection.execute(
+            sql.SQL("SET LOCAL maintenance_work_mem = {}").format(
+                sql.Literal(f"{_maintenance_work_mem_mb(rows, dimension)}MB")
+            )
+        )
+        started = time.perf_counter()
+        connection.execute(definition)
+        seconds = time.perf_counter() - started
+    return IndexBuild(name, table, method, seconds, rows)
