@@ -1,0 +1,142 @@
+"""Benchmark datasets: a corpus of passages and questions with gold passage ids (../shared/data format).
+
+Each passage becomes one document whose id is the passage id and whose title is the passage title,
+so passage-level scoring is by document id and the title lane sees the titles users would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines.resources.errors import InputError
+
+Split = Literal["dev", "train", "all"]
+TRAIN_SPLIT = "train"
+
+
+class _Strict(BaseModel):
+    # Lax mode turns JSON arrays into tuples but still refuses numbers where text is expected.
+    model_config = ConfigDict(frozen=True)
+
+
+class Passage(_Strict):
+    id: str = Field(min_length=1)
+    title: str
+    text: str
+
+
+class Question(_Strict):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    gold_ids: tuple[str, ...] = Field(min_length=1)
+    meta: dict[str, object] = {}
+
+    @property
+    def split(self) -> str:
+        return str(self.meta.get("split", ""))
+
+
+class _DatasetFile(_Strict):
+    name: str = Field(min_length=1)
+    corpus: tuple[Passage, ...] = Field(min_length=1)
+    queries: tuple[Question, ...] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    passages: tuple[Passage, ...]
+    questions: tuple[Question, ...]
+
+    def questions_in(self, split: Split, limit: int | None = None) -> list[Question]:
+        """Dev is every question not marked train (train questions are kept for tuning only)."""
+        chosen = [
+            question
+            for question in self.questions
+            if split == "all" or (question.split == TRAIN_SPLIT) == (split == "train")
+        ]
+        return chosen[:limit] if limit else chosen
+
+
+def _validation_message(path: Path, error: pydantic.ValidationError) -> str:
+    first = error.errors()[0]
+    location = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+    return f"{path}: {location.lstrip('.') or '(top level)'}: {first['msg']}"
+
+
+def parse_dataset(data: object, source: Path) -> Dataset:
+    try:
+        parsed = _DatasetFile.model_validate(data)
+    except pydantic.ValidationError as error:
+        raise InputError(_validation_message(source, error)) from None
+    seen: set[str] = set()
+    for index, passage in enumerate(parsed.corpus):
+        if passage.id in seen:
+            raise InputError(f"{source}: corpus[{index}].id: passage id {passage.id!r} appears twice")
+        seen.add(passage.id)
+    for index, question in enumerate(parsed.queries):
+        unknown = [gold for gold in question.gold_ids if gold not in seen]
+        if unknown:
+            raise InputError(
+                f"{source}: queries[{index}].gold_ids: {unknown[0]!r} is not a passage id in the corpus"
+            )
+    return Dataset(parsed.name, parsed.corpus, parsed.queries)
+
+
+def load_dataset(path: Path) -> Dataset:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"{path}: cannot read dataset ({error.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
+    return parse_dataset(data, path)
+
+
+def database_suffix(name: str) -> str:
+    """The dataset name reduced to what a PostgreSQL identifier may hold unquoted."""
+    cleaned = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
+    return cleaned[:40] or "dataset"
+
+
+def corpus_records(passages: Iterable[Passage]) -> list[dict[str, object]]:
+    """The ingest JSONL records: one document per passage, id and title kept as they are."""
+    return [
+        {
+            "id": passage.id,
+            "title": passage.title,
+            "text": passage.text,
+            "uri": None,
+            "observed_at": None,
+            "expires_at": None,
+            "scopes": [],
+        }
+        for passage in passages
+    ]
+
+
+def corpus_jsonl(passages: Iterable[Passage]) -> str:
+    return "".join(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n" for record in corpus_records(passages))
+
+
+def write_corpus_jsonl(passages: Iterable[Passage], path: Path) -> Path:
+    path.write_text(corpus_jsonl(passages), encoding="utf-8")
+    return path
+
+
+def corpus_fingerprint(passages: Iterable[Passage], pipeline_settings: str) -> str:
+    """Changes whenever the documents or the write-side settings would give different assets."""
+    digest = hashlib.sha256(corpus_jsonl(passages).encode())
+    digest.update(b"\0" + pipeline_settings.encode())
+    return digest.hexdigest()

@@ -1,0 +1,31 @@
+"""From evidence to passages: a chunk or fact counts for the passage (document) it came from.
+
+In a benchmark corpus every passage is one document whose id is the passage id, so an evidence
+row's passage is its document id, or the document of its source chunk. Rows that name neither
+(community, profile and overview summaries, entity catalog lines) are not passages and are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import psycopg
+
+CHUNK_DOCUMENTS_SQL = "SELECT id, document_id FROM chunk"
+
+# (document_id, source_chunk_id) of one evidence row, either possibly NULL.
+EvidenceSource = tuple[str | None, str | None]
+
+
+def load_chunk_documents(connection: psycopg.Connection) -> dict[str, str]:
+    return dict(connection.execute(CHUNK_DOCUMENTS_SQL).fetchall())
+
+
+def passage_ranking(evidence: Iterable[EvidenceSource], chunk_documents: Mapping[str, str]) -> list[str]:
+    """The passages in evidence order, each once, at the rank of its first (best) evidence."""
+    ranking: dict[str, None] = {}
+    for document_id, chunk_id in evidence:
+        passage = document_id or (chunk_documents.get(chunk_id) if chunk_id else None)
+        if passage is not None:
+            ranking.setdefault(passage, None)
+    return list(ranking)

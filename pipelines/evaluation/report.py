@@ -1,0 +1,131 @@
+"""The evaluation report: per-arm metrics, latency and the paired test against dense-only.
+
+`build_report` returns the JSON document other tools read; `text_table` and `markdown_table` render
+that same document, so what is printed can never disagree with what is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pipelines.evaluation.dataset import Question
+from pipelines.evaluation.metrics import (
+    PERMUTATIONS,
+    latency_percentiles,
+    metric_names,
+    paired_p_value,
+    per_question_scores,
+)
+
+BASELINE_ARM = "dense"
+SIGNIFICANCE_LEVEL = 0.05
+DIGITS = 4
+
+
+@dataclass(frozen=True)
+class ArmOutcome:
+    """What one arm returned: each question's passage ranking (best first) and each call's latency."""
+
+    name: str
+    rankings: Mapping[str, Sequence[str]]
+    latencies_ms: Sequence[float]
+
+
+def build_report(
+    dataset: str, split: str, questions: Sequence[Question], outcomes: Sequence[ArmOutcome], cutoffs: Sequence[int]
+) -> dict[str, object]:
+    metrics = metric_names(cutoffs)
+    scores = {outcome.name: per_question_scores(questions, outcome.rankings, metrics) for outcome in outcomes}
+    arms = {
+        outcome.name: {
+            **{metric: round(float(scores[outcome.name][metric].mean()), DIGITS) for metric in metrics},
+            **latency_percentiles(outcome.latencies_ms),
+        }
+        for outcome in outcomes
+    }
+    report: dict[str, object] = {"dataset": dataset, "split": split, "queries": len(questions), "arms": arms}
+    if BASELINE_ARM in scores:
+        baseline = scores[BASELINE_ARM]
+        report["significance"] = {
+            "baseline": BASELINE_ARM,
+            "test": f"paired randomization test over questions, two-sided, {PERMUTATIONS} resamples",
+            "arms": {
+                name: {
+                    metric: {
+                        "difference": round(float((arm_scores[metric] - baseline[metric]).mean()), DIGITS),
+                        "p_value": round(paired_p_value(baseline[metric], arm_scores[metric]), DIGITS),
+                    }
+                    for metric in metrics
+                }
+                for name, arm_scores in scores.items()
+                if name != BASELINE_ARM
+            },
+        }
+    return report
+
+
+def _headline_metric(metrics: Sequence[str]) -> str:
+    """The metric the difference column shows: Recall@5 when measured (the benchmark's headline)."""
+    return "recall@5" if "recall@5" in metrics else metrics[0]
+
+
+def _label(metric: str) -> str:
+    return {"mrr": "MRR"}.get(metric, metric.replace("recall", "R").replace("ndcg", "nDCG"))
+
+
+def _difference_cell(report: Mapping[str, object], arm: str, metric: str) -> str:
+    significance = report.get("significance")
+    if not isinstance(significance, Mapping) or arm not in significance["arms"]:
+        return "—" if arm == BASELINE_ARM else ""
+    test = significance["arms"][arm][metric]
+    marker = "*" if test["p_value"] < SIGNIFICANCE_LEVEL else ""
+    return f"{test['difference'] * 100:+.1f} (p={test['p_value']:.3f}){marker}"
+
+
+def report_rows(report: Mapping[str, object]) -> tuple[list[str], list[list[str]]]:
+    arms: Mapping[str, Mapping[str, float]] = report["arms"]  # type: ignore[assignment]
+    metrics = [key for key in next(iter(arms.values())) if not key.endswith("_ms")] if arms else []
+    headline = _headline_metric(metrics) if metrics else ""
+    header = ["arm", *(_label(m) for m in metrics), "p50 ms", "p95 ms", f"Δ{_label(headline)} vs {BASELINE_ARM}"]
+    rows = [
+        [
+            name,
+            *(f"{values[m]:.3f}" for m in metrics),
+            f"{values['p50_ms']:.1f}",
+            f"{values['p95_ms']:.1f}",
+            _difference_cell(report, name, headline),
+        ]
+        for name, values in arms.items()
+    ]
+    return header, rows
+
+
+def _caption(report: Mapping[str, object]) -> str:
+    return (
+        f"{report['dataset']}: {report['queries']} {report.get('split', '')} questions; Δ in points, "
+        f"* = p < {SIGNIFICANCE_LEVEL} (paired randomization test)"
+    )
+
+
+def text_table(report: Mapping[str, object]) -> str:
+    header, rows = report_rows(report)
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if index == 0 else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([_caption(report), line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def markdown_table(report: Mapping[str, object]) -> str:
+    header, rows = report_rows(report)
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---", *["---:"] * (len(header) - 1)]) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+    return f"{_caption(report)}\n\n" + "\n".join(lines)
