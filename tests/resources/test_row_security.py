@@ -1,0 +1,250 @@
+"""Scopes under row-level security: the catalog, the scoped connection, and the two caller roles."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+from pipelines.resources.database import Database, connect, prepare_database
+from pipelines.resources.errors import DatabaseError, InputError
+from pipelines.resources.migrations import change_embedding_dimension
+from pipelines.resources.scopes import ScopedRole, normalize_scopes, parse_scopes
+
+# Bookkeeping of the migrations themselves: no tenant data, so no scopes.
+SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting"}
+POLICIES = {
+    "lanegraph_owner", "lanegraph_reader_select", "lanegraph_writer_select", "lanegraph_writer_insert",
+    "lanegraph_writer_update", "lanegraph_writer_delete",
+}
+
+
+def plant_documents(connection: psycopg.Connection, scopes_by_id: dict[str, list[str]]) -> None:
+    for document_id, scopes in scopes_by_id.items():
+        connection.execute(
+            "INSERT INTO document (id, body, content_hash, scopes) VALUES (%s, 'body', 'hash', %s)",
+            (document_id, scopes),
+        )
+
+
+def visible_documents(connection: psycopg.Connection) -> set[str]:
+    return {document_id for (document_id,) in connection.execute("SELECT id FROM document")}
+
+
+@pytest.fixture()
+def tenants(database: Database) -> Database:
+    """Documents readable by everyone, by a, by b, and only by holders of both a and b."""
+    with database.connection() as connection:
+        plant_documents(connection, {"public": [], "a": ["a"], "b": ["b"], "ab": ["a", "b"]})
+    return database
+
+
+def test_every_scoped_table_is_under_forced_row_security(database: Database) -> None:
+    with database.connection() as connection:
+        tables = connection.execute(
+            """
+            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
+                   EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'scopes'),
+                   ARRAY(SELECT polname::text FROM pg_policy p WHERE p.polrelid = c.oid)
+            FROM pg_class c
+            WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+            """
+        ).fetchall()
+        views = connection.execute(
+            "SELECT relname, coalesce(reloptions, '{}') FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND relkind = 'v'"
+        ).fetchall()
+    unscoped = {name for name, _, _, has_scopes, _ in tables if not has_scopes}
+    assert unscoped == SCOPE_FREE_TABLES, "a table without `scopes` is invisible to callers or unprotected"
+    for name, enabled, forced, has_scopes, policies in tables:
+        if has_scopes:
+            assert enabled and forced, name
+            assert POLICIES <= set(policies), name
+    assert views and all("security_invoker=true" in options for _, options in views)
+
+
+def test_the_caller_roles_cannot_bypass_row_security(database: Database) -> None:
+    with database.connection() as connection:
+        roles = connection.execute(
+            "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = ANY(%s)",
+            ([role.value for role in ScopedRole],),
+        ).fetchall()
+    assert sorted(roles) == [("lanegraph_reader", False, False, False), ("lanegraph_writer", False, False, False)]
+
+
+@pytest.mark.parametrize(
+    "scopes, expected",
+    [
+        ([], {"public"}),
+        (["a"], {"public", "a"}),
+        (["b", "c"], {"public", "b"}),
+        (["a", "b"], {"public", "a", "b", "ab"}),
+    ],
+)
+def test_a_reader_sees_only_rows_whose_every_scope_it_holds(
+    tenants: Database, scopes: list[str], expected: set[str]
+) -> None:
+    with tenants.connection(scopes) as connection:
+        assert connection.execute("SELECT current_user").fetchone()[0] == "lanegraph_reader"
+        assert visible_documents(connection) == expected
+    with tenants.connection() as connection:
+        assert visible_documents(connection) == {"public", "a", "b", "ab"}
+
+
+def test_no_scopes_setting_means_no_rows(tenants: Database) -> None:
+    with tenants.connection() as connection:
+        connection.execute("SET LOCAL ROLE lanegraph_reader")
+        assert visible_documents(connection) == set()
+
+
+def test_a_scoped_block_cannot_commit_and_returns_the_connection_unscoped(tenants: Database) -> None:
+    with pytest.raises(psycopg.ProgrammingError):
+        with tenants.connection(["a"]) as connection:
+            connection.commit()
+    with tenants.connection() as connection:
+        role, setting = connection.execute(
+            "SELECT current_user, current_setting('lanegraph.scopes', true)"
+        ).fetchone()
+    assert role != "lanegraph_reader" and not setting
+
+
+def test_live_fact_does_not_bypass_row_security(database: Database) -> None:
+    with database.connection() as connection:
+        connection.execute("INSERT INTO entity_kind (name) VALUES ('project')")
+        connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name) VALUES ('p', 'Atlas', 'project', 'atlas')"
+        )
+        for fact_id, scopes in (("open", []), ("secret", ["board"])):
+            connection.execute(
+                "INSERT INTO fact (id, subject_id, predicate, object_value, statement, scopes) "
+                "VALUES (%s, 'p', 'status', %s, %s, %s)",
+                (fact_id, fact_id, f"Atlas is {fact_id}.", scopes),
+            )
+    with database.connection(["staff"]) as connection:
+        assert [r for (r,) in connection.execute("SELECT id FROM live_fact")] == ["open"]
+
+
+def test_the_reader_records_access_only_on_facts_it_can_see(database: Database) -> None:
+    with database.connection() as connection:
+        connection.execute("INSERT INTO entity_kind (name) VALUES ('project')")
+        connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name) VALUES ('p', 'Atlas', 'project', 'atlas')"
+        )
+        connection.execute(
+            "INSERT INTO fact (id, subject_id, predicate, object_value, statement, scopes) VALUES "
+            "('mine', 'p', 'status', 'x', 'Atlas x.', '{a}'), ('theirs', 'p', 'status', 'y', 'Atlas y.', '{b}')"
+        )
+    with database.connection(["a"]) as connection:
+        touched = connection.execute(
+            "UPDATE fact SET access_count = access_count + 1, last_accessed = now() RETURNING id"
+        ).fetchall()
+    assert touched == [("mine",)]
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with database.connection(["a"]) as connection:
+            connection.execute("UPDATE fact SET statement = 'rewritten'")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with database.connection(["a", "b"]) as connection:
+            connection.execute("DELETE FROM document")
+
+
+def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database) -> None:
+    with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
+        assert visible_documents(connection) == {"public", "a"}
+        assert connection.execute("DELETE FROM document RETURNING id").fetchall() == [("a",)]
+    with tenants.connection() as connection:
+        assert visible_documents(connection) == {"public", "b", "ab"}
+    with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
+        plant_documents(connection, {"a2": ["a"]})
+        renamed = connection.execute("UPDATE document SET title = 'renamed' RETURNING id").fetchall()
+    assert renamed == [("a2",)]
+    for escalated in (["a", "b"], []):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+            with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
+                plant_documents(connection, {"escalated": escalated})
+    # Same id as another tenant's document: the upsert may neither overwrite nor reveal it.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
+        with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
+            connection.execute(
+                "INSERT INTO document (id, body, content_hash, scopes) VALUES ('b', 'stolen', 'h', '{a}') "
+                "ON CONFLICT (id) DO UPDATE SET body = excluded.body"
+            )
+    with tenants.connection() as connection:
+        assert connection.execute("SELECT body FROM document WHERE id = 'b'").fetchone() == ("body",)
+
+
+def test_the_dense_index_serves_a_small_tenant_under_row_security(database: Database, embedding_dimension: int) -> None:
+    rows, tenants_count, k = 2000, 40, 10
+    vectors = np.random.default_rng(7).standard_normal((rows, embedding_dimension)).astype(np.float32)
+    with database.connection() as connection:
+        plant_documents(connection, {f"d{t}": [f"t{t}"] for t in range(tenants_count)})
+        with connection.cursor().copy(
+            "COPY chunk (id, document_id, position, text, token_count, content_hash, embedding, scopes) "
+            "FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "text", "int4", "text", "int4", "text", "vector", "text[]"])
+            for i, vector in enumerate(vectors):
+                tenant = i % tenants_count
+                copy.write_row([f"c{i}", f"d{tenant}", i, "x", 1, "h", vector, [f"t{tenant}"]])
+        connection.execute("ANALYZE chunk")
+    dense = "SELECT id, scopes FROM chunk ORDER BY embedding <=> %s LIMIT %s"
+    with database.connection(["t3"]) as connection:
+        # On a table this small a sequential scan is cheaper; forbidding it shows whether the policy
+        # leaves the planner an index path at all, and makes the rows below come from that path.
+        connection.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r for (r,) in connection.execute("EXPLAIN " + dense, (vectors[0], k)))
+        found = connection.execute(dense, (vectors[0], k)).fetchall()
+    assert "Index Scan using chunk_embedding_hnsw" in plan
+    assert len(found) == k and all(scopes == ["t3"] for _, scopes in found)
+
+
+def test_changing_the_width_keeps_views_behind_row_security(make_schema_url: Callable[[], str]) -> None:
+    url = make_schema_url()
+    with connect(url, autocommit=True) as connection:
+        change_embedding_dimension(connection, 8)
+    with Database(url) as database:
+        test_live_fact_does_not_bypass_row_security(database)
+
+
+@pytest.mark.parametrize(
+    "scopes, problem",
+    [("tenant-a", "expected a list"), ([""], "empty"), ([" a"], "surrounding spaces"),
+     (["a\x00"], "control characters"), ([1], "not text"), (["x" * 201], "longer than")],
+)
+def test_bad_scopes_are_refused_before_any_query(database: Database, scopes: object, problem: str) -> None:
+    with pytest.raises(InputError, match=problem):
+        with database.connection(scopes):  # type: ignore[arg-type]
+            pass
+
+
+def test_command_line_scopes() -> None:
+    assert parse_scopes("b, a,a") == ("a", "b")
+    assert parse_scopes("  ") == ()
+    with pytest.raises(InputError, match="--scopes: scope 2"):
+        parse_scopes("a,,b")
+    assert normalize_scopes(("z", "y")) == ("y", "z")
+
+
+def test_an_owner_that_cannot_switch_roles_gets_the_grant_to_ask_for(
+    server_url: str, embedding_dimension: int
+) -> None:
+    with connect(server_url, autocommit=True) as connection:
+        if not connection.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
+            pytest.skip("creating a login role needs a superuser on the test server")
+        owner = f"lanegraph_owner_{uuid.uuid4().hex[:8]}"
+        connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
+        connection.execute(sql.SQL("CREATE SCHEMA {0} AUTHORIZATION {0}").format(sql.Identifier(owner)))
+    try:
+        url = psycopg.conninfo.make_conninfo(server_url, user=owner, options=f"-c search_path={owner},public")
+        with pytest.raises(DatabaseError) as raised:
+            prepare_database(url, embedding_dimension)
+        message = str(raised.value)
+        assert "0040_row_security.sql" in message and "\n" not in message
+        assert f"GRANT lanegraph_reader, lanegraph_writer TO {owner} WITH INHERIT FALSE, SET TRUE" in message
+    finally:
+        with connect(server_url, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(owner)))
+            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
