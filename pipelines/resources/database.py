@@ -8,7 +8,7 @@ through `DatabaseResource`; the CLI and tests call `open_database()` directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from pipelines.config import data_dir, default_config_path, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.resources.errors import DatabaseError
 from pipelines.resources.migrations import apply_migrations
+from pipelines.resources.scopes import ScopedRole, enter_scopes_statements
 
 DEFAULT_DATABASE = "lanegraph"
 MINIMUM_SERVER_VERSION = 160000
@@ -91,10 +92,25 @@ class Database:
             raise DatabaseError(_describe_connect_failure(url, TimeoutError("timed out"))) from None
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection; its transaction commits on success and rolls back on error."""
+    def connection(
+        self, scopes: Sequence[str] | None = None, *, role: ScopedRole = ScopedRole.READER
+    ) -> Iterator[psycopg.Connection]:
+        """A pooled connection; its transaction commits on success and rolls back on error.
+
+        Without `scopes` it acts as the owner and sees every row (the write side). With `scopes` the
+        whole block is one transaction run as `role` under row-level security: it sees only rows
+        whose scopes are all among `scopes` (`[]` = public rows only). `commit()` inside the block
+        is refused, because committing would end the confinement half-way through the block.
+        """
+        statements = None if scopes is None else enter_scopes_statements(scopes, role)
         with self._pool.connection() as connection:
-            yield connection
+            if statements is None:
+                yield connection
+                return
+            with connection.transaction():
+                for statement, parameters in statements:
+                    connection.execute(statement, parameters)
+                yield connection
 
     def close(self) -> None:
         self._pool.close()
@@ -145,6 +161,8 @@ class DatabaseResource(dg.ConfigurableResource):
         return self._database
 
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection]:
-        with self.get_database().connection() as connection:
+    def connection(
+        self, scopes: Sequence[str] | None = None, *, role: ScopedRole = ScopedRole.READER
+    ) -> Iterator[psycopg.Connection]:
+        with self.get_database().connection(scopes, role=role) as connection:
             yield connection

@@ -110,9 +110,11 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
             try:
                 connection.execute(migration.render(embedding_dimension))
             except psycopg.errors.InsufficientPrivilege as error:
-                raise DatabaseError(
-                    f"{migration.path.name}: permission denied ({error.diag.message_primary}); "
+                advice = error.diag.message_hint or (
                     "the role in DATABASE_URL must own the schema (and be allowed to CREATE EXTENSION)"
+                )
+                raise DatabaseError(
+                    f"{migration.path.name}: permission denied ({error.diag.message_primary}); {advice}"
                 ) from None
             connection.execute(
                 "INSERT INTO lanegraph_migration (version, name, checksum) VALUES (%s, %s, %s)",
@@ -181,6 +183,9 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
             connection.execute(definition)
         for name, definition in views:
             connection.execute(sql.SQL("CREATE VIEW {} AS ").format(sql.Identifier(name)) + sql.SQL(definition))
+        # Recreated views lost their grants and security_invoker; without them they would either
+        # refuse the scoped roles or read with the owner's rights, past row security.
+        connection.execute("SELECT lanegraph_apply_row_security()")
         connection.execute(
             "INSERT INTO lanegraph_setting (key, value) VALUES ('embedding_dimension', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
