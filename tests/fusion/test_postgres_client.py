@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
@@ -42,28 +43,29 @@ FACTS = [
 ]
 
 
-def plant_graph(database: Database) -> None:
-    with database.connection() as connection:
-        kinds = sorted({kind for _, _, kind in ENTITIES})
-        connection.cursor().executemany("INSERT INTO entity_kind (name) VALUES (%s)", [(kind,) for kind in kinds])
-        connection.cursor().executemany(
+def plant(database: Database, entities: Sequence[tuple], facts: Sequence[tuple]) -> None:
+    """Insert ENTITIES- and FACTS-shaped rows; every fact was recorded in 2018, closed ones in 2024."""
+    with database.connection() as connection, connection.cursor() as cursor:
+        kinds = sorted({kind for _, _, kind in entities})
+        cursor.executemany("INSERT INTO entity_kind (name) VALUES (%s) ON CONFLICT DO NOTHING", [(kind,) for kind in kinds])
+        cursor.executemany(
             "INSERT INTO entity (id, name, kind, normalized_name) VALUES (%s, %s, %s, lower(%s))",
-            [(id_, name, kind, name) for id_, name, kind in ENTITIES],
+            [(id_, name, kind, name) for id_, name, kind in entities],
         )
-        connection.cursor().executemany(
+        cursor.executemany(
             """
             INSERT INTO fact (id, subject_id, predicate, object_id, object_value, statement,
                               valid_from, valid_to, recorded_from, recorded_to)
             VALUES (%s, %s, %s, %s, %s, %s, %s, %s, '2018-01-01',
                     CASE WHEN %s THEN timestamptz '2024-01-01' END)
             """,
-            FACTS,
+            facts,
         )
 
 
 @pytest.fixture()
 def client(database: Database) -> PostgresQueryClient:
-    plant_graph(database)
+    plant(database, ENTITIES, FACTS)
     return PostgresQueryClient(database)
 
 
