@@ -14,6 +14,7 @@ from typing import Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipelines.read import lanes_config
 from pipelines.resources.errors import ConfigError
 from pipelines.resources.strict_yaml import load_strict_yaml, validation_error_message
 
@@ -113,6 +114,14 @@ class PipelineSettings(StrictModel):
 class LanegraphConfig(StrictModel):
     version: Literal[1]
     pipeline: PipelineSettings = PipelineSettings()
+    plan: lanes_config.Plan = lanes_config.Plan()
+    settings: lanes_config.Settings = lanes_config.Settings()
+    lanes: dict[str, lanes_config.Lane] = Field(default_factory=lambda: dict(lanes_config.STANDARD_LANES))
+
+    @pydantic.model_validator(mode="after")
+    def _plan_orders_every_lane(self) -> LanegraphConfig:
+        lanes_config.check_plan_names_lanes(self.plan, self.lanes)
+        return self
 
 
 def load_config(path: Path | None = None) -> LanegraphConfig:

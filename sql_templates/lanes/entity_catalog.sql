@@ -1,0 +1,53 @@
+-- Entity catalog: what exists right now, derived from the database rather than from an extractor.
+-- The ontology kinds nearest the question (up to the lane limit); each kind's live entities (an
+-- endpoint of a live fact) with their state facts (a literal value instead of an object entity) in
+-- parentheses; one line per (kind, scopes):
+-- "Current project entities are Atlas (active), Beacon (waiting)."
+WITH nearest_kind AS MATERIALIZED (
+    SELECT entity_kind.name, entity_kind.embedding <=> :query_vector AS distance
+    FROM entity_kind
+    ORDER BY entity_kind.embedding <=> :query_vector
+    LIMIT :lane_limit
+),
+live_entity AS (
+    SELECT entity.id, entity.name, entity.kind, entity.scopes, nearest_kind.distance
+    FROM nearest_kind
+    JOIN entity ON entity.kind = nearest_kind.name
+    WHERE EXISTS (SELECT 1 FROM live_fact WHERE live_fact.subject_id = entity.id)
+       OR EXISTS (SELECT 1 FROM live_fact WHERE live_fact.object_id = entity.id)
+),
+described AS (
+    SELECT
+        live_entity.kind,
+        live_entity.scopes,
+        live_entity.distance,
+        live_entity.name,
+        live_entity.name || coalesce(' (' || (
+            SELECT string_agg(DISTINCT live_fact.object_value, ', ')
+            FROM live_fact
+            WHERE live_fact.subject_id = live_entity.id AND live_fact.object_value IS NOT NULL
+        ) || ')', '') AS label,
+        row_number() OVER (
+            PARTITION BY live_entity.kind, live_entity.scopes ORDER BY live_entity.name, live_entity.id
+        ) AS position
+    FROM live_entity
+)
+SELECT
+    'kind:' || described.kind || ':' || array_to_string(described.scopes, ',') AS evidence_id,
+    min(described.distance) AS ordering,
+    'Current ' || described.kind || ' entities are '
+        || string_agg(described.label, ', ' ORDER BY described.name) || '.' AS line,
+    described.scopes,
+    NULL AS fact_id,
+    NULL AS source_chunk_id,
+    NULL AS source_title,
+    NULL AS source_uri,
+    NULL AS document_id,
+    NULL AS document_created_at,
+    false AS direct,
+    NULL AS stance
+FROM described
+WHERE described.position <= :catalog_entities_per_kind
+GROUP BY described.kind, described.scopes
+ORDER BY min(described.distance), described.kind
+LIMIT :lane_limit

@@ -1,0 +1,35 @@
+-- Facts lane, dense seeds: the facts nearest the question.
+-- The HNSW window runs over the fact table alone and is MATERIALIZED, so PostgreSQL cannot fold the
+-- live_fact conditions into it and give up the index; visibility and access history join after.
+-- The order is a blend, not raw distance: a recently or often used fact climbs.
+WITH nearest AS MATERIALIZED (
+    SELECT fact.id, fact.embedding <=> :query_vector AS distance
+    FROM fact
+    ORDER BY fact.embedding <=> :query_vector
+    LIMIT :fusion_depth
+),
+blended AS (
+    SELECT
+        live_fact.id AS fact_id,
+        live_fact.subject_id,
+        live_fact.object_id,
+        nearest.distance,
+        nearest.distance
+            - :recency_weight * power(
+                0.5,
+                extract(epoch FROM now() - coalesce(live_fact.last_accessed, live_fact.recorded_from))
+                    / 86400 / :recency_half_life_days
+            )
+            - :frequency_weight * ln(1 + live_fact.access_count) AS score
+    FROM nearest
+    JOIN live_fact ON live_fact.id = nearest.id
+    WHERE nearest.distance <= :find_max_distance
+)
+SELECT
+    blended.fact_id,
+    blended.subject_id,
+    blended.object_id,
+    blended.distance,
+    blended.score,
+    row_number() OVER (ORDER BY blended.score, blended.fact_id) AS part_rank
+FROM blended

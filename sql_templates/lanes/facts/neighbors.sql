@@ -1,0 +1,28 @@
+-- Facts lane, one-hop neighbors: live facts that share an endpoint with a dense seed, nearest the
+-- question first. Subject and object each join the seed entities through their own index and the
+-- two sides are UNIONed: an OR across both endpoints would scan every fact.
+WITH seed_entity AS (
+    SELECT dense.subject_id AS entity_id FROM dense
+    UNION
+    SELECT dense.object_id FROM dense WHERE dense.object_id IS NOT NULL
+),
+touching AS (
+    SELECT live_fact.id AS fact_id, live_fact.embedding <=> :query_vector AS distance
+    FROM seed_entity
+    JOIN live_fact ON live_fact.subject_id = seed_entity.entity_id
+    UNION
+    SELECT live_fact.id, live_fact.embedding <=> :query_vector
+    FROM seed_entity
+    JOIN live_fact ON live_fact.object_id = seed_entity.entity_id
+),
+nearest AS (
+    SELECT touching.fact_id, touching.distance
+    FROM touching
+    ORDER BY touching.distance, touching.fact_id
+    LIMIT :fusion_depth
+)
+SELECT
+    nearest.fact_id,
+    nearest.distance AS score,
+    row_number() OVER (ORDER BY nearest.distance, nearest.fact_id) AS part_rank
+FROM nearest

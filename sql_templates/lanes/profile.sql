@@ -1,0 +1,24 @@
+-- Entity profiles: the summaries nearest the question, within the distance floor.
+WITH nearest AS MATERIALIZED (
+    SELECT profile.entity_id, profile.embedding <=> :query_vector AS distance
+    FROM profile
+    WHERE profile.embedding <=> :query_vector <= :find_max_distance
+    ORDER BY profile.embedding <=> :query_vector
+    LIMIT :lane_limit
+)
+SELECT
+    'profile:' || profile.entity_id AS evidence_id,
+    nearest.distance AS ordering,
+    entity.name || ': ' || profile.summary AS line,
+    profile.scopes,
+    NULL AS fact_id,
+    NULL AS source_chunk_id,
+    NULL AS source_title,
+    NULL AS source_uri,
+    NULL AS document_id,
+    NULL AS document_created_at,
+    false AS direct,
+    NULL AS stance
+FROM nearest
+JOIN profile ON profile.entity_id = nearest.entity_id
+JOIN entity ON entity.id = profile.entity_id
