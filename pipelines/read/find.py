@@ -1,0 +1,197 @@
+"""find: one question, one execution of the compiled statement, evidence packed into a budget.
+
+Steps: embed the question; execute the find statement once (named entities are found inside it,
+exactly and by trigram); drop a source excerpt that a better-ranked settled fact from the same chunk
+already covers; pack greedily in rank order into the token budget (skip what does not fit, keep
+going); record which facts were returned (access count and time), unless tracing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+
+from pipelines.config import LanegraphConfig, load_config
+from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
+from pipelines.read.execute import run_statement
+from pipelines.resources.database import Database
+from pipelines.resources.embedder import Embedder, EmbedderResource
+from pipelines.resources.errors import InputError
+
+MAX_QUESTION_CHARS = 4000
+RECORD_ACCESS = """
+UPDATE fact
+SET access_count = access_count + 1, last_accessed = now()
+WHERE id = ANY(%(fact_ids)s)
+"""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the find statement, in statement order (`rank` 0 is the best)."""
+
+    rank: int
+    lane: str
+    kind: str
+    evidence_id: str
+    line: str
+    scopes: tuple[str, ...]
+    fact_id: str | None
+    source_chunk_id: str | None
+    source_title: str | None
+    source_uri: str | None
+    document_id: str | None
+    document_created_at: datetime | None
+    direct: bool
+    stance: str | None
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.line)
+
+
+@dataclass(frozen=True)
+class FindResult:
+    question: str
+    evidence: tuple[Candidate, ...]
+    candidates: tuple[Candidate, ...]
+    covered: tuple[Candidate, ...]
+    over_budget: tuple[Candidate, ...]
+    tokens_used: int
+    budget: int
+
+    def to_json(self) -> dict:
+        def row(candidate: Candidate) -> dict:
+            fields = dict(candidate.__dict__)
+            fields["scopes"] = list(candidate.scopes)
+            created = candidate.document_created_at
+            fields["document_created_at"] = created.isoformat() if created else None
+            fields["tokens"] = candidate.tokens
+            return fields
+
+        return {
+            "question": self.question,
+            "evidence": [row(c) for c in self.evidence],
+            "dropped_as_covered": [c.evidence_id for c in self.covered],
+            "skipped_over_budget": [c.evidence_id for c in self.over_budget],
+            "candidates": len(self.candidates),
+            "tokens_used": self.tokens_used,
+            "budget": self.budget,
+        }
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough prompt cost: four UTF-8 bytes per token, at least one (the fusion engine's rule)."""
+    return max(1, len(text.encode("utf-8")) // 4)
+
+
+def embedder_for(config: LanegraphConfig) -> Embedder:
+    embedding = config.pipeline.embedding
+    return EmbedderResource(
+        provider=embedding.provider,
+        base_url=embedding.openai.base_url,
+        model=embedding.openai.model or None,
+        api_key_env=embedding.openai.api_key_env,
+        dimension=embedding.dimension,
+        batch_size=embedding.batch_size,
+        timeout_seconds=embedding.openai.timeout_seconds,
+    ).get_embedder()
+
+
+def find(
+    database: Database,
+    question: str,
+    *,
+    k: int | None = None,
+    budget: int | None = None,
+    config: LanegraphConfig | None = None,
+    trace: bool = False,
+    embedder: Embedder | None = None,
+) -> FindResult:
+    """Answer-ready evidence for `question`, best first, within `budget` tokens.
+
+    `k` and `budget` default to the settings; `trace` leaves fact access history untouched."""
+    config = config or load_config()
+    question = _checked_question(question)
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+        raise InputError(f"k must be a non-negative integer, got {k!r}")
+    budget = config.settings.budget_tokens if budget is None else budget
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
+    statement = compile_find(config)
+    vector = (embedder or embedder_for(config)).embed([question])[0]
+    values = bind_values(config, question=question, query_vector=vector, k=k)
+    with database.connection() as connection:
+        candidates = _candidates(config, run_statement(connection, statement, values))
+        kept, covered = drop_covered_sources(candidates)
+        evidence, over_budget, used = pack(kept, budget)
+        if not trace:
+            record_access(connection, [c.fact_id for c in evidence if c.fact_id])
+    return FindResult(question, evidence, candidates, covered, over_budget, used, budget)
+
+
+def _checked_question(question: str) -> str:
+    if not isinstance(question, str):
+        raise InputError(f"the question must be text, got {type(question).__name__}")
+    if not question.strip():
+        raise InputError("the question is empty")
+    if "\x00" in question:
+        raise InputError("the question contains a NUL character, which PostgreSQL text cannot hold")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def _candidates(config: LanegraphConfig, rows: Sequence[tuple]) -> tuple[Candidate, ...]:
+    candidates = []
+    for rank, row in enumerate(rows):
+        fields = dict(zip(RESULT_COLUMNS, row, strict=True))
+        fields["scopes"] = tuple(fields["scopes"] or ())
+        fields["direct"] = bool(fields["direct"])
+        candidates.append(Candidate(rank=rank, kind=config.lanes[fields["lane"]].kind, **fields))
+    return tuple(candidates)
+
+
+def drop_covered_sources(
+    candidates: Sequence[Candidate],
+) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...]]:
+    """Drop a source excerpt whose chunk a better-ranked settled fact already stands for."""
+    settled_chunks: set[str] = set()
+    kept: list[Candidate] = []
+    covered: list[Candidate] = []
+    for candidate in candidates:
+        if candidate.fact_id and candidate.stance == "settled" and candidate.source_chunk_id:
+            settled_chunks.add(candidate.source_chunk_id)
+        if (
+            candidate.kind == "sources"
+            and candidate.fact_id is None
+            and candidate.source_chunk_id in settled_chunks
+        ):
+            covered.append(candidate)
+        else:
+            kept.append(candidate)
+    return tuple(kept), tuple(covered)
+
+
+def pack(
+    candidates: Sequence[Candidate], budget: int
+) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...], int]:
+    """Greedy in rank order: take what fits, skip what does not and keep going."""
+    used = 0
+    taken: list[Candidate] = []
+    skipped: list[Candidate] = []
+    for candidate in candidates:
+        if used + candidate.tokens <= budget:
+            taken.append(candidate)
+            used += candidate.tokens
+        else:
+            skipped.append(candidate)
+    return tuple(taken), tuple(skipped), used
+
+
+def record_access(connection: psycopg.Connection, fact_ids: Sequence[str]) -> None:
+    if fact_ids:
+        connection.execute(RECORD_ACCESS, {"fact_ids": list(fact_ids)})
