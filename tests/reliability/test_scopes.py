@@ -1,0 +1,140 @@
+"""The leak test: random tenants, random scope sets, many questions; zero rows outside the caller's scopes.
+
+A world of documents, chunks, BM25 statistics, entities, mentions, facts, session items,
+communities, profiles and RAPTOR nodes is planted with random scopes (tests/reliability/tenancy.py).
+Random callers then read it every way a caller can: plain SELECTs over every table and view, dense
+nearest-neighbour queries on every embedded table, the fusion primitives and the find statement.
+Every output value is scanned for planted tokens; each must belong to a row the caller may read.
+LANEGRAPH_LEAK_SEED picks another world; the summary lines report what was checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from psycopg import sql
+
+from pipelines.resources.database import Database
+from tests.reliability.tenancy import (
+    LeakCount,
+    World,
+    hashed_embedding,
+    plant_world,
+    random_caller,
+    random_question,
+)
+
+SEED = int(os.environ.get("LANEGRAPH_LEAK_SEED", "20260829"))
+CALLERS = 40
+QUESTIONS_PER_CALLER = 6
+NEAREST = 10
+
+
+@dataclass
+class PlantedDatabase:
+    database: Database
+    world: World
+    embed: Callable[[list[str]], np.ndarray]
+    rng: np.random.Generator
+
+
+@pytest.fixture(scope="module")
+def planted(make_database: Callable[[], Database], embedding_dimension: int) -> Iterator[PlantedDatabase]:
+    database = make_database()
+    embed = lambda texts: hashed_embedding(texts, embedding_dimension)  # noqa: E731
+    with database.connection() as connection:
+        world = plant_world(connection, np.random.default_rng(SEED), embed)
+    yield PlantedDatabase(database, world, embed, np.random.default_rng(SEED + 1))
+
+
+def report(count: LeakCount, label: str) -> None:
+    print(count.summary(label))
+    assert count.leaked_rows == 0 and count.leaked_tokens == 0, count.examples
+
+
+def scoped_relations(database: Database) -> list[tuple[str, str]]:
+    """(name, kind) of every table and view in the schema that has a `scopes` column."""
+    with database.connection() as connection:
+        return connection.execute(
+            """
+            SELECT c.relname, c.relkind FROM pg_class c
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'scopes' AND NOT a.attisdropped
+            WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v')
+            ORDER BY c.relname
+            """
+        ).fetchall()
+
+
+def embedded_tables(database: Database) -> list[str]:
+    with database.connection() as connection:
+        return [
+            table
+            for (table,) in connection.execute(
+                """
+                SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+                WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+                  AND a.attname = 'embedding' AND NOT a.attisdropped ORDER BY 1
+                """
+            )
+        ]
+
+
+def test_every_table_and_view_read_directly(planted: PlantedDatabase) -> None:
+    count = LeakCount()
+    relations = scoped_relations(planted.database)
+    planted_tables = {table for table, _ in planted.world.rows}
+    assert planted_tables <= {name for name, kind in relations if kind != "v"}, "a table was not planted"
+    for _ in range(CALLERS):
+        caller = random_caller(planted.rng, planted.world)
+        expected = planted.world.expected_counts(caller)
+        with planted.database.connection(sorted(caller)) as connection:
+            for name, kind in relations:
+                rows = connection.execute(
+                    sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
+                ).fetchall()
+                count.queries += 1
+                for text, scopes in rows:
+                    count.check_scopes(caller, scopes, name)
+                    count.check_row(planted.world, caller, [text], name)
+                # Not only nothing foreign: everything the caller may read, or the policy is too tight.
+                if kind != "v":
+                    assert len(rows) == expected[name], (name, sorted(caller))
+    report(count, "direct reads")
+
+
+def test_nearest_neighbour_queries_on_every_embedded_table(planted: PlantedDatabase) -> None:
+    count = LeakCount()
+    tables = embedded_tables(planted.database)
+    for _ in range(CALLERS):
+        caller = random_caller(planted.rng, planted.world)
+        questions = [random_question(planted.rng, planted.world) for _ in range(QUESTIONS_PER_CALLER)]
+        vectors = planted.embed(questions)
+        with planted.database.connection(sorted(caller)) as connection:
+            for vector in vectors:
+                for table in tables:
+                    rows = connection.execute(
+                        sql.SQL(
+                            "SELECT to_jsonb(t)::text, t.scopes FROM {} AS t ORDER BY t.embedding <=> %s LIMIT %s"
+                        ).format(sql.Identifier(table)),
+                        (vector, NEAREST),
+                    ).fetchall()
+                    count.queries += 1
+                    for text, scopes in rows:
+                        count.check_scopes(caller, scopes, table)
+                        count.check_row(planted.world, caller, [text], table)
+    report(count, "nearest neighbours")
+
+
+def test_the_detector_catches_what_the_owner_would_leak(planted: PlantedDatabase) -> None:
+    """Read as the owner on behalf of a one-tenant caller: the same checks must then find leaks."""
+    count = LeakCount()
+    caller = frozenset({"acme"})
+    with planted.database.connection() as connection:
+        for text, scopes in connection.execute("SELECT to_jsonb(t)::text, t.scopes FROM fact AS t"):
+            count.check_scopes(caller, scopes, "fact")
+            count.check_row(planted.world, caller, [text], "fact")
+    assert count.leaked_rows > 0 and count.leaked_tokens > 0
