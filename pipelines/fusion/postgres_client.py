@@ -1,8 +1,11 @@
 """The fusion engine's client over one PostgreSQL database: each primitive is one SQL statement.
 
-Statements come from sql_templates/primitives/ and are compiled once per process; every per-call
-value is a bind. Evidence ids are entity ids for graph primitives and chunk ids for BM25, the keys
-the find statement's rows use, so evidence from several databases fuses on the same key.
+Statements come from sql_templates/primitives/ (and the find statement from lanes.yaml), compiled
+by the find statement's compiler; every per-call value is a bind. Evidence ids follow the find
+statement's `<kind>:<id>` convention: `entity:<entity id>` for the graph primitives, `chunk:<chunk
+id>` for BM25 (the sources lane's own ids, so a BM25 hit and a find row on one chunk dedup), and the
+row's evidence_id for find. Ids derive from the source, so they agree across databases and
+evidence from several shards fuses on the same key.
 
 psycopg work runs in a worker thread. When the awaiting task is cancelled (the engine's per
 sub-query timeout, or the caller), the server is asked to cancel the statement, so the worker ends
@@ -14,62 +17,72 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import psycopg
-from psycopg.rows import dict_row
-from psycopg.types.numeric import Int8
 
 from pipelines.fusion.models import (
     BM25Args,
     EntityStateArgs,
     Evidence,
+    FindArgs,
     PredicateWalkArgs,
     TemporalRangeArgs,
 )
 from pipelines.fusion.primitives import primitive_statement
-from pipelines.read.lanes_config import Settings
+from pipelines.config import LanegraphConfig, load_config
+from pipelines.read.execute import run_statement
+from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
+from pipelines.resources.embedder import Embedder
 
 DEFAULT_STATEMENT_TIMEOUT_SECONDS = 30.0
 CANCEL_REQUEST_TIMEOUT_SECONDS = 5.0
 # Stemming for the temporal_range topic; a bind, so another language needs no new statement.
 DEFAULT_TEXT_SEARCH_CONFIG = "english"
 
+ENTITY_EVIDENCE = "entity:"
+CHUNK_EVIDENCE = "chunk:"
+
 Row = Mapping[str, Any]
+T = TypeVar("T")
 
 
-class _StatementRun:
-    """One statement on a pooled connection in a worker thread, cancellable from the event loop.
+class _CancellableWork:
+    """Work on one pooled connection in a worker thread, cancellable from the event loop.
 
     The lock orders the worker's hand-over of the connection against `cancel`, so a cancel request
     can only reach the statement it was meant for, never a later user of the same connection.
     """
 
-    def __init__(self, database: Database, statement: str, params: Mapping[str, object], timeout_ms: int):
+    def __init__(
+        self,
+        database: Database,
+        work: Callable[[psycopg.Connection], T],
+        scopes: Sequence[str] | None,
+        timeout_ms: int,
+    ) -> None:
         self._database = database
-        self._statement = statement
-        self._params = params
+        self._work = work
+        self._scopes = scopes
         self._timeout_ms = timeout_ms
         self._lock = threading.Lock()
-        self._connection = None
+        self._connection: psycopg.Connection | None = None
         self._cancelled = False
 
-    def rows(self) -> list[Row]:
-        with self._database.connection() as connection:
+    def run(self) -> T | None:
+        with self._database.connection(self._scopes) as connection:
             with self._lock:
                 if self._cancelled:
                     # Waiting for a pooled connection can outlast the caller; then run nothing.
-                    return []
+                    return None
                 self._connection = connection
             try:
-                with connection.cursor(row_factory=dict_row) as cursor:
-                    cursor.execute(
-                        "SELECT set_config('statement_timeout', %s, true)", (f"{self._timeout_ms}ms",)
-                    )
-                    cursor.execute(self._statement, self._params)
-                    return cursor.fetchall()
+                connection.execute("SELECT set_config('statement_timeout', %s, true)", (f"{self._timeout_ms}ms",))
+                return self._work(connection)
             finally:
                 with self._lock:
                     self._connection = None
@@ -86,29 +99,24 @@ class _StatementRun:
                 pass
 
 
-async def run_statement(
+async def run_cancellable(
     database: Database,
-    statement: str,
-    params: Mapping[str, object],
+    work: Callable[[psycopg.Connection], T],
     *,
+    scopes: Sequence[str] | None = None,
     timeout_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
-) -> list[Row]:
-    """Rows of one statement, run off the event loop; cancelling the caller cancels the statement."""
-    run = _StatementRun(database, statement, params, max(1, int(timeout_seconds * 1000)))
-    worker = asyncio.ensure_future(asyncio.to_thread(run.rows))
+) -> T:
+    """`work(connection)` in a worker thread, in one transaction (confined to `scopes` when given)
+    whose statements end after `timeout_seconds`; cancelling the caller cancels the statement."""
+    job = _CancellableWork(database, work, scopes, max(1, int(timeout_seconds * 1000)))
+    worker = asyncio.ensure_future(asyncio.to_thread(job.run))
     # After a cancel nobody awaits the worker; its QueryCanceled must not be logged as unretrieved.
     worker.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
-        return await asyncio.shield(worker)
+        return await asyncio.shield(worker)  # type: ignore[return-value]
     except asyncio.CancelledError:
-        run.cancel()
+        job.cancel()
         raise
-
-
-def _bigint(value: int) -> Int8:
-    # psycopg sends a Python int as int2, int4 or int8 by its value, which would split one prepared
-    # statement into several; every integer bind is sent as bigint.
-    return Int8(value)
 
 
 def _snippet(text: str, chars: int) -> str:
@@ -123,7 +131,7 @@ def entity_state_evidence(rows: Sequence[Row], tier: str, source: str) -> list[E
     """
     return [
         Evidence(
-            entity_id=row["entity_id"],
+            entity_id=ENTITY_EVIDENCE + row["entity_id"],
             tier=tier,
             source=source,
             score=1.0,
@@ -137,7 +145,7 @@ def predicate_walk_evidence(rows: Sequence[Row], tier: str, source: str) -> list
     """Reached entities scored 1 / (1 + hops): nearer is better, and below a named entity's 1."""
     return [
         Evidence(
-            entity_id=row["entity_id"],
+            entity_id=ENTITY_EVIDENCE + row["entity_id"],
             tier=tier,
             source=source,
             score=1.0 / (1 + row["hops"]),
@@ -151,7 +159,7 @@ def temporal_range_evidence(rows: Sequence[Row], tier: str, source: str) -> list
     """Entities scored m / (m + 1) for m matching facts: more evidence in the window ranks higher."""
     return [
         Evidence(
-            entity_id=row["entity_id"],
+            entity_id=ENTITY_EVIDENCE + row["entity_id"],
             tier=tier,
             source=source,
             score=row["fact_count"] / (row["fact_count"] + 1),
@@ -165,7 +173,7 @@ def bm25_evidence(rows: Sequence[Row], tier: str, source: str, snippet_chars: in
     """Chunks with their Okapi BM25 score; the body is the chunk's document."""
     return [
         Evidence(
-            entity_id=row["chunk_id"],
+            entity_id=CHUNK_EVIDENCE + row["chunk_id"],
             tier=tier,
             source=source,
             score=row["score"],
@@ -176,6 +184,50 @@ def bm25_evidence(rows: Sequence[Row], tier: str, source: str, snippet_chars: in
     ]
 
 
+def find_score(priority: int, position: int) -> float:
+    """A find row's score: its lane's priority first, then its position in the lane, as one float
+    (higher is better). Lanes line up across databases even where a lane is shorter in one."""
+    return -(priority + position / (position + 1))
+
+
+def find_evidence(result: FindResult, lane_order: Sequence[str], tier: str, source: str) -> list[Evidence]:
+    """The statement's rows in order, less the source excerpts a settled fact already covers.
+
+    The budget is left to the engine, so every other candidate is offered, not find's own packing.
+    """
+    covered = {candidate.rank for candidate in result.covered}
+    positions: Counter[str] = Counter()
+    evidence = []
+    for candidate in result.candidates:
+        if candidate.rank in covered:
+            continue
+        position = positions[candidate.lane]
+        positions[candidate.lane] += 1
+        evidence.append(
+            Evidence(
+                entity_id=candidate.evidence_id,
+                tier=tier,
+                source=source,
+                score=find_score(lane_order.index(candidate.lane), position),
+                snippet_text=candidate.line,
+                body_ref=candidate.document_id or "",
+            )
+        )
+    return evidence
+
+
+class _HeldConnection:
+    """Lends find() the connection `run_cancellable` holds, so the find statement runs in the
+    client's transaction: confined to its scopes, under its timeout, and cancellable."""
+
+    def __init__(self, connection: psycopg.Connection) -> None:
+        self._connection = connection
+
+    @contextmanager
+    def connection(self, *_: object, **__: object) -> Iterator[psycopg.Connection]:
+        yield self._connection
+
+
 class PostgresQueryClient:
     """A GraphQueryClient over one database; every returned evidence carries the given tier and source."""
 
@@ -183,26 +235,32 @@ class PostgresQueryClient:
         self,
         database: Database,
         *,
-        settings: Settings | None = None,
+        config: LanegraphConfig | None = None,
+        embedder: Embedder | None = None,
+        scopes: Sequence[str] | None = None,
         statement_timeout_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
         text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG,
     ) -> None:
         self.database = database
-        self.settings = settings or Settings()
+        self.config = config or load_config()
+        self.embedder = embedder
+        self.scopes = None if scopes is None else tuple(scopes)
         self.statement_timeout_seconds = statement_timeout_seconds
         self.text_search_config = text_search_config
 
-    async def _rows(self, primitive: str, params: Mapping[str, object]) -> list[Row]:
-        return await run_statement(
+    async def _rows(self, primitive: str, values: Mapping[str, object]) -> list[Row]:
+        compiled = primitive_statement(primitive)
+        rows = await run_cancellable(
             self.database,
-            primitive_statement(primitive),
-            params,
+            lambda connection: run_statement(connection, compiled.statement, values),
+            scopes=self.scopes,
             timeout_seconds=self.statement_timeout_seconds,
         )
+        return [compiled.row(row) for row in rows]
 
     async def entity_state(self, args: EntityStateArgs, tier: str, source: str, limit: int) -> list[Evidence]:
         rows = await self._rows(
-            "entity_state", {"entity_ids": list(args.entity_ids), "entity_state_limit": _bigint(limit)}
+            "entity_state", {"entity_ids": list(args.entity_ids), "entity_state_limit": limit}
         )
         return entity_state_evidence(rows, tier, source)
 
@@ -214,8 +272,8 @@ class PostgresQueryClient:
             {
                 "seeds": list(args.seeds),
                 "predicates": list(args.predicates),
-                "max_hops": _bigint(args.hops),
-                "predicate_walk_limit": _bigint(limit),
+                "max_hops": args.hops,
+                "predicate_walk_limit": limit,
             },
         )
         return predicate_walk_evidence(rows, tier, source)
@@ -230,7 +288,7 @@ class PostgresQueryClient:
                 "window_end": args.end,
                 "topic": args.topic,
                 "text_search_config": self.text_search_config,
-                "temporal_range_limit": _bigint(limit),
+                "temporal_range_limit": limit,
             },
         )
         return temporal_range_evidence(rows, tier, source)
@@ -240,9 +298,26 @@ class PostgresQueryClient:
             "bm25",
             {
                 "query_text": args.query,
-                "bm25_k1": self.settings.bm25_k1,
-                "bm25_b": self.settings.bm25_b,
-                "bm25_limit": _bigint(limit),
+                "bm25_k1": self.config.settings.bm25_k1,
+                "bm25_b": self.config.settings.bm25_b,
+                "bm25_limit": limit,
             },
         )
-        return bm25_evidence(rows, tier, source, self.settings.snippet_chars)
+        return bm25_evidence(rows, tier, source, self.config.settings.snippet_chars)
+
+    async def find(self, args: FindArgs, tier: str, source: str, limit: int) -> list[Evidence]:
+        def run_find(connection: psycopg.Connection) -> FindResult:
+            # trace: which facts reach the caller is decided after fusion, not by this shard.
+            return find(
+                _HeldConnection(connection),  # type: ignore[arg-type]
+                args.question,
+                k=args.k,
+                config=self.config,
+                trace=True,
+                embedder=self.embedder,
+            )
+
+        result = await run_cancellable(
+            self.database, run_find, scopes=self.scopes, timeout_seconds=self.statement_timeout_seconds
+        )
+        return find_evidence(result, self.config.plan.order, tier, source)[:limit]

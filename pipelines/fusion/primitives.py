@@ -1,11 +1,13 @@
-"""SQL of the fusion primitives: sql_templates/primitives/*.sql, compiled once per process.
+"""Statements of the fusion primitives, compiled by the find statement's compiler.
 
-Pure: builds statement text, runs nothing. Templates use named `:binds`; the compiled text uses
-psycopg's `%(name)s`.
+Pure: builds statements, runs nothing. Each primitive is one template in sql_templates/primitives/,
+compiled once per process by `compile_template`, which applies the find statement's rules (binds
+only, schema-checked columns, typed positional binds that keep one prepared statement per shape).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -13,35 +15,53 @@ import sqlglot
 from sqlglot import exp
 
 from pipelines.config import SQL_TEMPLATES
-from pipelines.read.dialect import PgVector, to_psycopg
+from pipelines.read.compiler import CompiledStatement, compile_template
+from pipelines.read.dialect import PgVector
 
 PRIMITIVES_DIR = SQL_TEMPLATES / "primitives"
-GRAPH_PRIMITIVES = ("entity_state", "predicate_walk", "temporal_range")
+PRIMITIVES = ("entity_state", "predicate_walk", "temporal_range", "bm25")
+
+
+@dataclass(frozen=True)
+class PrimitiveStatement:
+    """A compiled primitive and the names of the columns its rows hold, in order."""
+
+    statement: CompiledStatement
+    columns: tuple[str, ...]
+
+    def row(self, values: tuple) -> dict[str, object]:
+        return dict(zip(self.columns, values, strict=True))
 
 
 def template_path(name: str) -> Path:
     return PRIMITIVES_DIR / f"{name}.sql"
 
 
-def _parse(name: str) -> exp.Query:
-    return sqlglot.parse_one(template_path(name).read_text(), dialect=PgVector)
+def _output_columns(statement: CompiledStatement) -> tuple[str, ...]:
+    return tuple(sqlglot.parse_one(statement.sql, dialect=PgVector).named_selects)
 
 
-def bm25_with_chunks(ranking: exp.Query) -> exp.Query:
-    """The BM25 ranking joined to its chunks, so evidence carries the text and document it names."""
-    return (
+def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
+    """The compiled BM25 ranking joined to its chunks, so evidence carries the text it names.
+
+    The join adds no bind and no literal, so the ranking's positional binds stand as compiled.
+    """
+    ranked = sqlglot.parse_one(ranking.sql, dialect=PgVector).subquery("ranked")
+    joined = (
         exp.select("ranked.chunk_id", "ranked.score", "chunk.text", "chunk.document_id")
-        .from_(ranking.subquery("ranked"))
+        .from_(ranked)
         .join("chunk", on="chunk.id = ranked.chunk_id")
         .order_by("ranked.score DESC", "ranked.chunk_id")
     )
+    return replace(ranking, sql=joined.sql(dialect=PgVector, pretty=True))
 
 
 @cache
-def primitive_statement(name: str) -> str:
-    """psycopg text of one primitive: a graph primitive's template, or the shared BM25 ranking."""
+def primitive_statement(name: str) -> PrimitiveStatement:
+    """One primitive's statement; `bm25` is the shared BM25 ranking (the sources lane's too)."""
+    if name not in PRIMITIVES:
+        raise ValueError(f"unknown primitive {name!r}; expected one of {', '.join(PRIMITIVES)}")
+    statement = compile_template(template_path(name))
     if name == "bm25":
-        return to_psycopg(bm25_with_chunks(_parse("bm25")))
-    if name not in GRAPH_PRIMITIVES:
-        raise ValueError(f"unknown primitive {name!r}; expected bm25 or one of {', '.join(GRAPH_PRIMITIVES)}")
-    return to_psycopg(_parse(name))
+        statement = with_chunks(statement)
+    return PrimitiveStatement(statement, _output_columns(statement))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 
 import psycopg
 
@@ -33,8 +34,9 @@ from pipelines.fusion.models import (
     TemporalRangeArgs,
 )
 from pipelines.fusion.postgres_client import PostgresQueryClient
-from pipelines.read.lanes_config import Settings
+from pipelines.config import LanegraphConfig, load_config
 from pipelines.resources.database import Database, connect
+from pipelines.resources.embedder import Embedder
 from pipelines.resources.errors import InputError
 
 SHARD_SEPARATOR = "@"
@@ -68,9 +70,11 @@ class PostgresShard:
     """One shard's PostgresQueryClient, opened on first use; a failure to open is kept and re-raised
     for every later sub-query, so one unreachable server is waited for once, not once per sub-query."""
 
-    def __init__(self, url: str, *, settings: Settings | None = None) -> None:
+    def __init__(
+        self, url: str, make_client: Callable[[Database], PostgresQueryClient] = PostgresQueryClient
+    ) -> None:
         self.url = url
-        self._settings = settings
+        self._make_client = make_client
         # A thread lock, not an asyncio one: opening runs in a worker thread, and the shard may
         # serve several event loops in turn (one per asyncio.run).
         self._lock = threading.Lock()
@@ -86,7 +90,7 @@ class PostgresShard:
                     # One plain connection first: it fails at once on a refused or malformed URL,
                     # where opening the pool would retry until its own timeout.
                     connect(self.url).close()
-                    self._client = PostgresQueryClient(Database(self.url), settings=self._settings)
+                    self._client = self._make_client(Database(self.url))
                 except Exception as error:
                     self._failure = error
                     raise
@@ -117,9 +121,18 @@ class ShardClient:
         self.shards = dict(shards)
 
     @classmethod
-    def from_urls(cls, urls: Sequence[str], *, settings: Settings | None = None) -> ShardClient:
-        """Shards `shard1`, `shard2`, ... in the order given, each opened on first use."""
-        return cls({f"shard{position}": PostgresShard(url, settings=settings) for position, url in enumerate(urls, 1)})
+    def from_urls(
+        cls,
+        urls: Sequence[str],
+        *,
+        config: LanegraphConfig | None = None,
+        embedder: Embedder | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> ShardClient:
+        """Shards `shard1`, `shard2`, ... in the order given, each opened on first use; every
+        shard answers with the same configuration, embedder and caller scopes."""
+        make_client = partial(PostgresQueryClient, config=config or load_config(), embedder=embedder, scopes=scopes)
+        return cls({f"shard{position}": PostgresShard(url, make_client) for position, url in enumerate(urls, 1)})
 
     def fan_out(self, queries: Sequence[SubQuery]) -> tuple[SubQuery, ...]:
         """Every query once per shard, query-major, so input order (the engine's tie-break) stays

@@ -4,25 +4,20 @@
 -- Cycle protection without paths: a walk row is (entity, hops) and UNION drops a row already
 -- produced, so each level holds each entity at most once and the recursion stops at :max_hops.
 -- Enumerating simple paths instead would grow exponentially with hops in a dense graph.
-WITH RECURSIVE walk (entity_id, hops) AS (
-    SELECT seed.id, CAST(0 AS bigint)
+WITH RECURSIVE walk AS (
+    SELECT seed.id AS entity_id, CAST(0 AS bigint) AS hops
     FROM unnest(CAST(:seeds AS text[])) AS seed (id)
     UNION
-    SELECT step.neighbor_id, walk.hops + 1
+    -- One join per step on either endpoint: PostgreSQL answers the OR with a BitmapOr of the
+    -- subject and object indexes for each frontier entity.
+    SELECT
+        CASE WHEN f.subject_id = walk.entity_id THEN f.object_id ELSE f.subject_id END AS entity_id,
+        walk.hops + 1 AS hops
     FROM walk
-    CROSS JOIN LATERAL (
-        SELECT f.object_id AS neighbor_id
-        FROM live_fact AS f
-        WHERE f.subject_id = walk.entity_id
-          AND f.object_id IS NOT NULL
-          AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
-        UNION
-        SELECT f.subject_id AS neighbor_id
-        FROM live_fact AS f
-        WHERE f.object_id = walk.entity_id
-          AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
-    ) AS step
+    JOIN live_fact AS f ON f.subject_id = walk.entity_id OR f.object_id = walk.entity_id
     WHERE walk.hops < CAST(:max_hops AS bigint)
+      AND f.object_id IS NOT NULL
+      AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
 ),
 distance AS (
     SELECT walk.entity_id, min(walk.hops) AS hops
@@ -46,8 +41,8 @@ LEFT JOIN LATERAL (
     WHERE previous.hops = distance.hops - 1
       AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
     ORDER BY f.id
-    LIMIT 1
-) AS link ON true
-WHERE distance.hops > 0
+    LIMIT 1  -- @constant: one explaining fact is enough
+) AS link (statement) ON true
+WHERE distance.hops > 0  -- @constant: the seeds themselves are not evidence
 ORDER BY distance.hops, e.id
 LIMIT CAST(:predicate_walk_limit AS bigint)

@@ -16,30 +16,32 @@ from pipelines.fusion import (
     TemporalRangeArgs,
     fuse,
 )
-from pipelines.fusion.postgres_client import PostgresQueryClient, run_statement
+from pipelines.fusion.postgres_client import PostgresQueryClient, run_cancellable
+from pipelines.fusion.primitives import primitive_statement
+from pipelines.read.execute import explain_statement, run_statement
 from pipelines.resources.database import Database
 
 # A small company graph: Alice -works_at-> Acme <-works_at- Bob -mentors-> Carol -knows-> Alice,
 # and Dave, who worked at Acme only in the first half of 2019. Alice was once recorded "on leave",
 # a belief since closed (recorded_to set), which no primitive may return.
 ENTITIES = [
-    ("e:alice", "Alice", "person"),
-    ("e:acme", "Acme", "organization"),
-    ("e:bob", "Bob", "person"),
-    ("e:carol", "Carol", "person"),
-    ("e:dave", "Dave", "person"),
-    ("e:erin", "Erin", "person"),
+    ("e-alice", "Alice", "person"),
+    ("e-acme", "Acme", "organization"),
+    ("e-bob", "Bob", "person"),
+    ("e-carol", "Carol", "person"),
+    ("e-dave", "Dave", "person"),
+    ("e-erin", "Erin", "person"),
 ]
 # (id, subject, predicate, object, value, statement, valid_from, valid_to, closed)
 FACTS = [
-    ("f:alice-acme", "e:alice", "works_at", "e:acme", None, "Alice works at Acme", "2020-01-01", None, False),
-    ("f:bob-acme", "e:bob", "works_at", "e:acme", None, "Bob works at Acme", "2021-03-01", None, False),
-    ("f:bob-carol", "e:bob", "mentors", "e:carol", None, "Bob mentors Carol", None, None, False),
-    ("f:carol-alice", "e:carol", "knows", "e:alice", None, "Carol knows Alice", None, None, False),
-    ("f:dave-acme", "e:dave", "works_at", "e:acme", None, "Dave worked at Acme", "2019-01-01", "2019-07-01", False),
-    ("f:alice-active", "e:alice", "status", None, "active", "Alice is active", None, None, False),
-    ("f:alice-leave", "e:alice", "status", None, "on leave", "Alice is on leave", "2019-02-01", None, True),
-    ("f:erin-acme", "e:erin", "works_at", "e:acme", None, "Erin joins Acme", "2031-01-01", None, False),
+    ("f:alice-acme", "e-alice", "works_at", "e-acme", None, "Alice works at Acme", "2020-01-01", None, False),
+    ("f:bob-acme", "e-bob", "works_at", "e-acme", None, "Bob works at Acme", "2021-03-01", None, False),
+    ("f:bob-carol", "e-bob", "mentors", "e-carol", None, "Bob mentors Carol", None, None, False),
+    ("f:carol-alice", "e-carol", "knows", "e-alice", None, "Carol knows Alice", None, None, False),
+    ("f:dave-acme", "e-dave", "works_at", "e-acme", None, "Dave worked at Acme", "2019-01-01", "2019-07-01", False),
+    ("f:alice-active", "e-alice", "status", None, "active", "Alice is active", None, None, False),
+    ("f:alice-leave", "e-alice", "status", None, "on leave", "Alice is on leave", "2019-02-01", None, True),
+    ("f:erin-acme", "e-erin", "works_at", "e-acme", None, "Erin joins Acme", "2031-01-01", None, False),
 ]
 
 
@@ -69,13 +71,15 @@ def client(database: Database) -> PostgresQueryClient:
     return PostgresQueryClient(database)
 
 
-def ids(evidence: list[Evidence]) -> list[str]:
-    return [item.entity_id for item in evidence]
+def ids(evidence: Sequence[Evidence]) -> list[str]:
+    """The entity ids the evidence names (its ids are `entity:<entity id>`)."""
+    assert all(item.entity_id.startswith("entity:") for item in evidence)
+    return [item.entity_id.removeprefix("entity:") for item in evidence]
 
 
 def test_entity_state_returns_one_evidence_per_named_entity_with_its_live_statements(client):
-    found = asyncio.run(client.entity_state(EntityStateArgs(["e:alice", "e:nobody"]), "0", "state", 10))
-    assert ids(found) == ["e:alice"]
+    found = asyncio.run(client.entity_state(EntityStateArgs(["e-alice", "e-nobody"]), "0", "state", 10))
+    assert ids(found) == ["e-alice"]
     [alice] = found
     assert (alice.tier, alice.source) == ("0", "state")
     # Subject and object facts alike; the closed "on leave" belief is not part of the state.
@@ -83,48 +87,48 @@ def test_entity_state_returns_one_evidence_per_named_entity_with_its_live_statem
 
 
 def test_entity_state_names_an_entity_whose_facts_have_all_ended(client):
-    [dave] = asyncio.run(client.entity_state(EntityStateArgs(["e:dave"]), "0", "state", 10))
+    [dave] = asyncio.run(client.entity_state(EntityStateArgs(["e-dave"]), "0", "state", 10))
     assert dave.snippet_text == "Dave"
 
 
 def test_entity_state_respects_the_limit(client):
-    found = asyncio.run(client.entity_state(EntityStateArgs(["e:alice", "e:bob", "e:carol"]), "0", "s", 2))
-    assert ids(found) == ["e:alice", "e:bob"]
+    found = asyncio.run(client.entity_state(EntityStateArgs(["e-alice", "e-bob", "e-carol"]), "0", "s", 2))
+    assert ids(found) == ["e-alice", "e-bob"]
 
 
 def test_predicate_walk_of_zero_hops_walks_one(client):
-    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e:alice"], max_hops=0), "0", "walk", 10))
+    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e-alice"], max_hops=0), "0", "walk", 10))
     # Both directions: Alice -> Acme and Carol -> Alice. The seed itself is not evidence.
-    assert ids(found) == ["e:acme", "e:carol"]
+    assert ids(found) == ["e-acme", "e-carol"]
     assert [item.snippet_text for item in found] == ["Alice works at Acme", "Carol knows Alice"]
 
 
 def test_predicate_walk_reaches_further_with_more_hops_and_ranks_nearer_first(client):
-    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e:alice"], max_hops=2), "0", "walk", 10))
-    assert ids(found) == ["e:acme", "e:carol", "e:bob"]
+    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e-alice"], max_hops=2), "0", "walk", 10))
+    assert ids(found) == ["e-acme", "e-carol", "e-bob"]
     assert [item.score for item in found] == [0.5, 0.5, pytest.approx(1 / 3)]
     # Dave's tie to Acme ended and Erin's has not begun: neither is live, so neither is reached.
-    assert "e:dave" not in ids(found) and "e:erin" not in ids(found)
+    assert "e-dave" not in ids(found) and "e-erin" not in ids(found)
 
 
 def test_predicate_walk_only_follows_the_given_predicates(client):
-    args = PredicateWalkArgs(["e:carol"], predicates=["works_at"], max_hops=3)
+    args = PredicateWalkArgs(["e-carol"], predicates=["works_at"], max_hops=3)
     assert asyncio.run(client.predicate_walk(args, "0", "walk", 10)) == []
-    args = PredicateWalkArgs(["e:alice"], predicates=["works_at"], max_hops=3)
-    assert ids(asyncio.run(client.predicate_walk(args, "0", "walk", 10))) == ["e:acme", "e:bob"]
+    args = PredicateWalkArgs(["e-alice"], predicates=["works_at"], max_hops=3)
+    assert ids(asyncio.run(client.predicate_walk(args, "0", "walk", 10))) == ["e-acme", "e-bob"]
 
 
 def test_predicate_walk_stops_at_the_hop_limit_on_a_cycle(client):
     # Alice -> Acme <- Bob -> Carol -> Alice is a cycle; a long walk still terminates, each once.
-    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e:alice"], max_hops=8), "0", "walk", 10))
-    assert ids(found) == ["e:acme", "e:carol", "e:bob"]
+    found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e-alice"], max_hops=8), "0", "walk", 10))
+    assert ids(found) == ["e-acme", "e-carol", "e-bob"]
 
 
 def test_temporal_range_returns_entities_of_facts_valid_in_the_window(client):
     args = TemporalRangeArgs("2019-03-01T00:00:00Z", "2019-04-01T00:00:00Z")
     found = asyncio.run(client.temporal_range(args, "0", "when", 10))
     # Only Dave's 2019 employment overlaps; Alice's closed "on leave" belief would, but is not believed.
-    assert ids(found) == ["e:acme", "e:dave"]
+    assert ids(found) == ["e-acme", "e-dave"]
     assert {item.snippet_text for item in found} == {"Dave worked at Acme"}
 
 
@@ -138,7 +142,7 @@ def test_temporal_range_topic_filters_by_stemmed_words_of_the_statement(client):
     args = TemporalRangeArgs("2019-01-01T00:00:00Z", "2022-01-01T00:00:00Z", topic="working")
     found = asyncio.run(client.temporal_range(args, "0", "when", 10))
     # Acme takes part in three matching facts and ranks first; "Bob mentors Carol" has no dates.
-    assert ids(found) == ["e:acme", "e:alice", "e:bob", "e:dave"]
+    assert ids(found) == ["e-acme", "e-alice", "e-bob", "e-dave"]
     assert found[0].snippet_text == "Dave worked at Acme; Alice works at Acme; Bob works at Acme"
     assert found[0].score == pytest.approx(3 / 4)
 
@@ -146,9 +150,9 @@ def test_temporal_range_topic_filters_by_stemmed_words_of_the_statement(client):
 def test_closed_facts_are_never_returned(client, database):
     with database.connection() as connection:
         connection.execute("UPDATE fact SET recorded_to = now() WHERE id = 'f:alice-acme'")
-    state = asyncio.run(client.entity_state(EntityStateArgs(["e:alice"]), "0", "s", 10))
+    state = asyncio.run(client.entity_state(EntityStateArgs(["e-alice"]), "0", "s", 10))
     assert "Alice works at Acme" not in state[0].snippet_text
-    walk = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e:alice"], ["works_at"]), "0", "w", 10))
+    walk = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e-alice"], ["works_at"]), "0", "w", 10))
     assert walk == []
     window = TemporalRangeArgs("2020-01-01T00:00:00Z", "2020-02-01T00:00:00Z")
     assert asyncio.run(client.temporal_range(window, "0", "t", 10)) == []
@@ -156,12 +160,12 @@ def test_closed_facts_are_never_returned(client, database):
 
 def test_primitives_fuse_through_the_engine(client):
     queries = [
-        SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e:alice"])),
-        SubQuery("predicate_walk", "0", "walk", predicate_walk=PredicateWalkArgs(["e:alice"], max_hops=2)),
+        SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e-alice"])),
+        SubQuery("predicate_walk", "0", "walk", predicate_walk=PredicateWalkArgs(["e-alice"], max_hops=2)),
     ]
     result = asyncio.run(fuse(client, queries, FuseOptions()))
     assert not result.degraded
-    assert ids(list(result.evidence)) == ["e:alice", "e:acme", "e:carol", "e:bob"]
+    assert ids(list(result.evidence)) == ["e-alice", "e-acme", "e-carol", "e-bob"]
 
 
 SLEEP_MARKER = "lanegraph-cancel-probe"
@@ -178,7 +182,7 @@ def sleeping_statements(database: Database) -> int:
 def test_cancelling_the_caller_cancels_the_statement_on_the_server(database):
     async def cancel_a_sleep() -> int:
         sleeping = asyncio.ensure_future(
-            run_statement(database, f"SELECT pg_sleep(60) /* {SLEEP_MARKER} */", {})
+            run_cancellable(database, lambda connection: connection.execute(f"SELECT pg_sleep(60) /* {SLEEP_MARKER} */"))
         )
         while await asyncio.to_thread(sleeping_statements, database) == 0:
             await asyncio.sleep(0.05)
@@ -195,14 +199,52 @@ def test_cancelling_the_caller_cancels_the_statement_on_the_server(database):
     # The server ends the statement on the cancel request instead of sleeping out its minute.
     assert asyncio.run(cancel_a_sleep()) == 0
 
-    async def use_every_connection() -> list[list[dict]]:
-        return await asyncio.gather(*(run_statement(database, "SELECT 1 AS one", {}) for _ in range(8)))
+    async def use_every_connection() -> list[list[tuple]]:
+        return await asyncio.gather(*(run_cancellable(database, select_one) for _ in range(8)))
 
     # More statements than the pool has connections: the cancelled one went back to the pool usable.
-    assert asyncio.run(use_every_connection()) == [[{"one": 1}]] * 8
+    assert asyncio.run(use_every_connection()) == [[(1,)]] * 8
+
+
+def select_one(connection) -> list[tuple]:
+    return connection.execute("SELECT 1").fetchall()
 
 
 def test_a_statement_over_its_timeout_fails_and_the_connection_is_reused(database):
+    sleep = lambda connection: connection.execute("SELECT pg_sleep(5)")  # noqa: E731
     with pytest.raises(Exception, match="statement timeout"):
-        asyncio.run(run_statement(database, "SELECT pg_sleep(5)", {}, timeout_seconds=0.2))
-    assert asyncio.run(run_statement(database, "SELECT 2 AS two", {})) == [{"two": 2}]
+        asyncio.run(run_cancellable(database, sleep, timeout_seconds=0.2))
+    assert asyncio.run(run_cancellable(database, select_one)) == [(1,)]
+
+
+@pytest.mark.parametrize("name", ["entity_state", "predicate_walk", "temporal_range"])
+def test_each_primitive_has_a_generic_plan(database, name):
+    # The find statement's rule: the plan exists before any value is known, so one prepared
+    # statement serves every call.
+    with database.connection() as connection:
+        plan = explain_statement(connection, primitive_statement(name).statement)
+    assert plan["Plan"]["Node Type"]
+
+
+def test_generic_and_custom_plans_return_the_same_rows(client, database):
+    statement = primitive_statement("predicate_walk").statement
+    values = {"seeds": ["e-alice"], "predicates": [], "max_hops": 3, "predicate_walk_limit": 10}
+    rows = {}
+    for mode in ("force_generic_plan", "force_custom_plan"):
+        with database.connection() as connection:
+            connection.execute("SELECT set_config('plan_cache_mode', %s, true)", (mode,))
+            rows[mode] = run_statement(connection, statement, values)
+    assert rows["force_generic_plan"] == rows["force_custom_plan"] != []
+
+
+def test_a_scoped_client_sees_only_rows_within_its_scopes(client, database):
+    with database.connection() as connection:
+        connection.execute("UPDATE entity SET scopes = '{north}' WHERE id = 'e-bob'")
+        connection.execute("UPDATE fact SET scopes = '{north}' WHERE subject_id = 'e-bob'")
+    named = EntityStateArgs(["e-alice", "e-bob"])
+    public = PostgresQueryClient(database, scopes=[])
+    north = PostgresQueryClient(database, scopes=["north"])
+    assert ids(asyncio.run(public.entity_state(named, "0", "s", 10))) == ["e-alice"]
+    assert ids(asyncio.run(north.entity_state(named, "0", "s", 10))) == ["e-alice", "e-bob"]
+    walk = PredicateWalkArgs(["e-alice"], max_hops=3)
+    assert ids(asyncio.run(public.predicate_walk(walk, "0", "w", 10))) == ["e-acme", "e-carol"]

@@ -31,25 +31,25 @@ from tests.fusion.test_postgres_client import plant
 
 # A second, unconnected graph. Sharding by tenant keeps each connected graph inside one database.
 SOUTH_ENTITIES = [
-    ("e:orbit", "Orbit", "organization"),
-    ("e:fay", "Fay", "person"),
-    ("e:gus", "Gus", "person"),
+    ("e-orbit", "Orbit", "organization"),
+    ("e-fay", "Fay", "person"),
+    ("e-gus", "Gus", "person"),
 ]
 SOUTH_FACTS = [
-    ("f:fay-orbit", "e:fay", "works_at", "e:orbit", None, "Fay works at Orbit", "2020-05-01", None, False),
-    ("f:gus-orbit", "e:gus", "works_at", "e:orbit", None, "Gus worked at Orbit", "2019-01-01", "2019-09-01", False),
-    ("f:gus-fay", "e:gus", "knows", "e:fay", None, "Gus knows Fay", None, None, False),
-    ("f:fay-lead", "e:fay", "role", None, "lead", "Fay is the team lead", "2021-01-01", None, False),
+    ("f:fay-orbit", "e-fay", "works_at", "e-orbit", None, "Fay works at Orbit", "2020-05-01", None, False),
+    ("f:gus-orbit", "e-gus", "works_at", "e-orbit", None, "Gus worked at Orbit", "2019-01-01", "2019-09-01", False),
+    ("f:gus-fay", "e-gus", "knows", "e-fay", None, "Gus knows Fay", None, None, False),
+    ("f:fay-lead", "e-fay", "role", None, "lead", "Fay is the team lead", "2021-01-01", None, False),
 ]
 
 GRAPH_QUERIES = [
-    SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e:alice", "e:fay", "e:gus", "e:dave"])),
-    SubQuery("predicate_walk", "0", "walk", predicate_walk=PredicateWalkArgs(["e:alice", "e:fay"], max_hops=2)),
+    SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e-alice", "e-fay", "e-gus", "e-dave"])),
+    SubQuery("predicate_walk", "0", "walk", predicate_walk=PredicateWalkArgs(["e-alice", "e-fay"], max_hops=2)),
     SubQuery(
         "predicate_walk",
         "0",
         "employers",
-        predicate_walk=PredicateWalkArgs(["e:bob", "e:gus"], predicates=["works_at"], max_hops=1),
+        predicate_walk=PredicateWalkArgs(["e-bob", "e-gus"], predicates=["works_at"], max_hops=1),
     ),
     SubQuery(
         "temporal_range", "0", "early-2019", temporal_range=TemporalRangeArgs("2019-03-01T00:00:00Z", "2019-04-01T00:00:00Z")
@@ -134,15 +134,15 @@ def test_fan_out_keeps_the_caller_order_first_and_the_shard_order_second():
     shards = ShardClient({"a": object(), "b": object()})  # type: ignore[dict-item]
     queries = [
         SubQuery("bm25", "1", "words", bm25=None),
-        SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e:1"])),
+        SubQuery("entity_state", "0", "named", entity_state=EntityStateArgs(["e-1"])),
     ]
     assert [query.source for query in shards.fan_out(queries)] == ["words@a", "words@b", "named@a", "named@b"]
-    assert shards.fan_out(queries)[3].entity_state == EntityStateArgs(["e:1"])
+    assert shards.fan_out(queries)[3].entity_state == EntityStateArgs(["e-1"])
 
 
 def test_a_source_naming_no_shard_is_a_degraded_reason(database):
     shards = ShardClient({"only": object()})  # type: ignore[dict-item]
-    query = SubQuery("entity_state", "0", "named@elsewhere", entity_state=EntityStateArgs(["e:1"]))
+    query = SubQuery("entity_state", "0", "named@elsewhere", entity_state=EntityStateArgs(["e-1"]))
     result = asyncio.run(fuse(shards, [query]))
     assert result.degraded
     assert "names no shard" in result.degraded_reason
