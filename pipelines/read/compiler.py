@@ -149,12 +149,15 @@ class Shape:
         )
 
 
-def compile_find(config: LanegraphConfig) -> CompiledStatement:
-    """The find statement for this configuration's shape, compiled once per shape."""
+def compile_find(config: LanegraphConfig, *, cached: bool = True) -> CompiledStatement:
+    """The find statement for this configuration's shape, compiled once per shape (`cached=False`
+    compiles afresh: the validator does, to prove values never reach the text)."""
     shape = Shape.of(config)
     if not shape.lanes:
         raise TemplateError("the plan enables no lane: nothing to compile")
-    return _compile_find(shape, _templates_fingerprint(shape))
+    if not cached:
+        return _compile_shape(shape)
+    return _cached_compile(shape, _templates_fingerprint(shape))
 
 
 def _templates_fingerprint(shape: Shape) -> tuple[object, ...]:
@@ -171,7 +174,11 @@ def _templates_fingerprint(shape: Shape) -> tuple[object, ...]:
 
 
 @lru_cache(maxsize=64)
-def _compile_find(shape: Shape, _fingerprint: tuple[object, ...]) -> CompiledStatement:
+def _cached_compile(shape: Shape, _fingerprint: tuple[object, ...]) -> CompiledStatement:
+    return _compile_shape(shape)
+
+
+def _compile_shape(shape: Shape) -> CompiledStatement:
     catalog = load_catalog()
     plan = shape.plan()
     declared = _declared_types(shape)

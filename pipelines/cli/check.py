@@ -1,0 +1,36 @@
+"""`lanegraph check [--lanes PATH] [--offline]`: prove the find statement plan-cacheable.
+
+A template or setting that breaks a rule (a literal LIMIT, a misspelled column, an unknown
+setting) fails compilation with one line naming the lane, file and line (exit 2); a property that
+does not hold on the database fails with exit 1 after the full report.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.read.cacheability import check_cacheability
+from pipelines.resources.database import open_database
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("check", help="prove the find statement plan-cacheable (LANES.md's six properties)")
+    add_lanes_option(parser)
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="only the checks that need no database (binds only, schema, shape only)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    config = lanes_config(arguments)
+    if arguments.offline:
+        report = check_cacheability(config)
+    else:
+        with open_database(arguments.lanes) as database:
+            report = check_cacheability(config, database)
+    print(report.render())
+    return 0 if report.passed else 1

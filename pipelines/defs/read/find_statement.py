@@ -1,0 +1,56 @@
+"""The find statement as an asset: lanes.yaml compiled, with its SQL and generic plan on record,
+and the cacheability validator as its check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.config import LanegraphConfig, load_config
+from pipelines.read.cacheability import check_cacheability, failure_summary, generic_plan
+from pipelines.read.compiler import compile_find
+from pipelines.read.explain import plan_lines
+from pipelines.resources.database import DatabaseResource
+from pipelines.resources.errors import LanegraphError
+
+
+def _config(database: DatabaseResource) -> LanegraphConfig:
+    return load_config(Path(database.config_path) if database.config_path else None)
+
+
+@dg.asset(
+    group_name="read",
+    description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
+)
+def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
+    statement = compile_find(_config(database))
+    with database.connection() as connection:
+        plan = generic_plan(connection, statement)
+    return dg.MaterializeResult(
+        metadata={
+            "sql": dg.MetadataValue.md(f"```sql\n{statement.annotated_sql()}```"),
+            "generic_plan": dg.MetadataValue.md("```\n" + "\n".join(plan_lines(plan["Plan"])) + "\n```"),
+            "lanes": dg.MetadataValue.text(", ".join(lane.name for lane in statement.lanes)),
+            "parameters": dg.MetadataValue.int(len(statement.binds)),
+            "hnsw_rankings": dg.MetadataValue.text(", ".join(statement.dense_tables)),
+            "sql_characters": dg.MetadataValue.int(len(statement.sql)),
+        }
+    )
+
+
+@dg.asset_check(
+    asset=find_statement,
+    description="Plan cacheability (LANES.md): shape-only text, binds only, schema checked, index "
+    "paths in the generic plan, one prepared statement for every question, generic = custom.",
+)
+def find_statement_is_plan_cacheable(database: DatabaseResource) -> dg.AssetCheckResult:
+    try:
+        report = check_cacheability(_config(database), database.get_database())
+    except LanegraphError as error:
+        return dg.AssetCheckResult(passed=False, description=str(error))
+    return dg.AssetCheckResult(
+        passed=report.passed,
+        description=failure_summary(report) or "all six properties hold",
+        metadata={result.name: dg.MetadataValue.text(("ok: " if result.passed else "FAIL: ") + result.detail) for result in report.results},
+    )

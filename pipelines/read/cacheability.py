@@ -1,0 +1,241 @@
+"""The cacheability validator: proves the six properties of LANES.md for a compiled statement.
+
+1. shape only: the configuration recompiled with every setting value changed gives the same text;
+2. binds only and 3. schema checked: enforced while compiling (a violation raises TemplateError
+   naming the lane, file and line), so a statement that exists has both;
+4. reaches the indexes: `EXPLAIN (GENERIC_PLAN)` shows an HNSW index for every dense ranking and
+   the BM25 posting index, and no sequential scan outside SEQ_SCAN_ALLOWED. The check runs with
+   `enable_seqscan = off`: in a small database a sequential scan is honestly cheaper and the planner
+   would pick it, so the check asks whether every access *can* be index-driven, which is what
+   matters once the tables grow (with enough rows the planner takes the same indexes unprompted);
+5. prepared once: one server-side prepared statement serves a run of different questions (and
+   different k, which psycopg would otherwise send as int2, int4 or int8 by size);
+6. generic equals custom: every question returns the same rows under force_generic_plan as under
+   force_custom_plan, both inside one transaction so now() is the same for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from pipelines.config import LanegraphConfig
+from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
+from pipelines.read.execute import explain_statement, run_statement
+from pipelines.read.find import embedder_for
+from pipelines.read.lanes_config import Settings
+from pipelines.read.schema import load_catalog
+from pipelines.resources.database import Database, connect
+from pipelines.resources.embedder import Embedder
+
+# Tables a sequential scan is fine for, and why.
+SEQ_SCAN_ALLOWED: dict[str, str] = {"bm25_corpus": "a single row of corpus statistics"}
+
+# Questions the runtime checks ask: ordinary ones, and ones that look like SQL, which must be text.
+PROBE_QUESTIONS: tuple[str, ...] = (
+    "Who leads Project Heron now?",
+    "Which supplier is based in Eindhoven?",
+    "What does fault code HX-4417 mean?",
+    "x",
+    "Robert'); DROP TABLE fact; --",
+    "100% of %s and $1 :question ::text",
+    'quote " and backslash \\ and semicolon ;',
+)
+# Two k values psycopg would send as different integer types if the binds were not cast to int8.
+PROBE_KS: tuple[int | None, ...] = (None, 3, 70000)
+
+
+@dataclass(frozen=True)
+class PropertyResult:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class CacheabilityReport:
+    statement: CompiledStatement
+    results: tuple[PropertyResult, ...]
+    generic_plan: dict | None = field(default=None, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        return all(result.passed for result in self.results)
+
+    def render(self) -> str:
+        return "\n".join(
+            f"{'ok  ' if r.passed else 'FAIL'} {r.name}: {r.detail}" for r in self.results
+        )
+
+
+def check_cacheability(
+    config: LanegraphConfig,
+    database: Database | None = None,
+    *,
+    embedder: Embedder | None = None,
+    questions: Sequence[str] = PROBE_QUESTIONS,
+) -> CacheabilityReport:
+    """Compile (which enforces binds-only and the schema) and prove the other properties; the
+    database properties (4-6) are checked only when a database is given."""
+    statement = compile_find(config)
+    results = [
+        PropertyResult("binds only", True, f"{len(statement.binds)} typed positional parameters, no literal in a limit or comparison"),
+        PropertyResult("schema checked", True, f"every column of {len(statement.templates)} template parts resolves"),
+        shape_only(config, statement),
+    ]
+    plan = None
+    if database is not None:
+        embedder = embedder or embedder_for(config)
+        vectors = embedder.embed(list(questions))
+        with _dedicated_connection(database) as connection:
+            plan = generic_plan(connection, statement)
+            results.append(reaches_indexes(plan, statement))
+            results.append(prepared_once(connection, config, statement, questions, vectors))
+            results.append(generic_equals_custom(connection, config, statement, questions, vectors))
+    return CacheabilityReport(statement, tuple(results), plan)
+
+
+def shape_only(config: LanegraphConfig, statement: CompiledStatement) -> PropertyResult:
+    """Recompile, bypassing the cache, with every value changed: the text must not move."""
+    again = compile_find(changed_values(config), cached=False)
+    if again.sql != statement.sql:
+        return PropertyResult("shape only", False, "changing setting values changed the SQL text")
+    return PropertyResult("shape only", True, "every setting value changed, SQL text byte-identical")
+
+
+def changed_values(config: LanegraphConfig) -> LanegraphConfig:
+    """The same configuration with every setting and every lane override set to another value."""
+    settings = config.settings.model_copy(update=_other_values(config.settings, Settings.model_fields))
+    lanes = {
+        name: lane.model_copy(
+            update={"settings": lane.settings.model_copy(update=_other_values(lane.settings, lane.overrides))}
+        )
+        for name, lane in config.lanes.items()
+    }
+    return config.model_copy(update={"settings": settings, "lanes": lanes})
+
+
+def _other_values(settings: Settings, names: Iterable[str]) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for name in names:
+        value = getattr(settings, name)
+        values[name] = value + 1 if isinstance(value, int) else value / 2
+    return values
+
+
+def generic_plan(connection: psycopg.Connection, statement: CompiledStatement) -> dict:
+    with connection.transaction():
+        connection.execute("SET LOCAL enable_seqscan = off")
+        return explain_statement(connection, statement)
+
+
+def plan_nodes(node: dict) -> Iterator[dict]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def reaches_indexes(plan: dict, statement: CompiledStatement) -> PropertyResult:
+    nodes = list(plan_nodes(plan["Plan"]))
+    used = {node.get("Index Name") for node in nodes if node.get("Index Name")}
+    catalog = load_catalog()
+    missing = [
+        f"{table} ({' or '.join(catalog.hnsw_indexes[table])})"
+        for table in statement.dense_tables
+        if not used & set(catalog.hnsw_indexes[table])
+    ]
+    missing += [
+        f"{table} ({catalog.primary_keys[table]})"
+        for table in statement.lexical_tables
+        if catalog.primary_keys[table] not in used
+    ]
+    scanned = sorted(
+        {node["Relation Name"] for node in nodes if node["Node Type"] == "Seq Scan"} - set(SEQ_SCAN_ALLOWED)
+    )
+    if missing or scanned:
+        problems = []
+        if missing:
+            problems.append(f"no index scan for {', '.join(missing)}")
+        if scanned:
+            problems.append(f"sequential scan of {', '.join(scanned)}")
+        return PropertyResult("reaches the indexes", False, "; ".join(problems))
+    indexes = sorted(i for i in used if i.endswith("_hnsw") or i in catalog.primary_keys.values())
+    return PropertyResult(
+        "reaches the indexes",
+        True,
+        f"generic plan uses {len(statement.dense_tables)} HNSW rankings and BM25 postings "
+        f"({', '.join(i for i in indexes if i.endswith('_hnsw') or i.startswith('bm25_posting'))})",
+    )
+
+
+def prepared_once(
+    connection: psycopg.Connection,
+    config: LanegraphConfig,
+    statement: CompiledStatement,
+    questions: Sequence[str],
+    vectors: Sequence[object],
+) -> PropertyResult:
+    runs = 0
+    for k in PROBE_KS:
+        for question, vector in zip(questions, vectors, strict=True):
+            run_statement(connection, statement, bind_values(config, question=question, query_vector=vector, k=k))
+            runs += 1
+    rows = connection.execute(
+        "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE statement = %s",
+        (statement.sql,),
+    ).fetchall()
+    executions = sum(count for _, count in rows)
+    if len(rows) != 1 or executions != runs:
+        return PropertyResult(
+            "prepared once",
+            False,
+            f"{runs} questions used {len(rows)} prepared statements ({executions} executions recorded)",
+        )
+    return PropertyResult(
+        "prepared once", True, f"{runs} questions (k {', '.join(str(k) for k in PROBE_KS)}) served by prepared statement {rows[0][0]}"
+    )
+
+
+def generic_equals_custom(
+    connection: psycopg.Connection,
+    config: LanegraphConfig,
+    statement: CompiledStatement,
+    questions: Sequence[str],
+    vectors: Sequence[object],
+) -> PropertyResult:
+    differing = []
+    for question, vector in zip(questions, vectors, strict=True):
+        values = bind_values(config, question=question, query_vector=vector)
+        with connection.transaction():
+            connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            generic = run_statement(connection, statement, values)
+            connection.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            custom = run_statement(connection, statement, values)
+        if generic != custom:
+            differing.append(question)
+    if differing:
+        return PropertyResult(
+            "generic equals custom", False, f"rows differ for {len(differing)} question(s), e.g. {differing[0]!r}"
+        )
+    return PropertyResult("generic equals custom", True, f"{len(questions)} questions, identical rows under both plans")
+
+
+@contextmanager
+def _dedicated_connection(database: Database) -> Iterator[psycopg.Connection]:
+    """A connection of its own, so the prepared-statement counts are this check's alone."""
+    connection = connect(database.url, autocommit=True)
+    try:
+        register_vector(connection)
+        yield connection
+    finally:
+        connection.close()
+
+
+def failure_summary(report: CacheabilityReport) -> str:
+    failed = [r for r in report.results if not r.passed]
+    return "; ".join(f"{r.name}: {r.detail}" for r in failed)
+
