@@ -15,6 +15,8 @@ import yaml
 from pipelines.resources.errors import ConfigError
 
 MAX_SETTINGS_BYTES = 1 << 20
+# PyYAML composes nested nodes recursively: "[[[[..." a few thousand deep overflows the stack.
+MAX_NESTING = 64
 
 KeyPath = tuple[str | int, ...]
 
@@ -26,6 +28,7 @@ class _StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self.source = source
         self.key_lines: dict[KeyPath, int] = {}
+        self.depth = 0
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
@@ -34,7 +37,14 @@ class _StrictLoader(yaml.SafeLoader):
                 f"{self.source}:{event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
                 "allowed in settings files; write the value out"
             )
-        return super().compose_node(parent, index)
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                line = self.peek_event().start_mark.line + 1
+                raise ConfigError(f"{self.source}:{line}: nested more than {MAX_NESTING} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_document(self, node):  # type: ignore[no-untyped-def]
         self._record_lines(node, ())
@@ -44,8 +54,10 @@ class _StrictLoader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:
-                key = key_node.value
                 line = key_node.start_mark.line + 1
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise ConfigError(f"{self.source}:{line}: a key must be a plain name, not a list or mapping")
+                key = key_node.value
                 if key in seen:
                     dotted = ".".join(str(p) for p in (*path, key))
                     raise ConfigError(
@@ -65,26 +77,37 @@ def load_strict_yaml(path: Path) -> tuple[Any, dict[KeyPath, int]]:
     """Parse one YAML document; return the data and the line of every key path."""
     source = str(path)
     try:
-        size = path.stat().st_size
+        # Only a regular file: a directory fails to read, and /dev/zero or a FIFO never ends.
+        if not path.is_file():
+            raise ConfigError(f"{source}: not a regular file")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_SETTINGS_BYTES + 1)
     except OSError as error:
         raise ConfigError(f"{source}: cannot read settings file ({error.strerror})") from None
-    if size > MAX_SETTINGS_BYTES:
-        raise ConfigError(f"{source}: {size} bytes is too large for a settings file (limit 1 MiB)")
+    if len(raw) > MAX_SETTINGS_BYTES:
+        raise ConfigError(f"{source}: too large for a settings file (limit 1 MiB)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{source}: not valid UTF-8 at byte {error.start}") from None
-    loader = _StrictLoader(text, source)
+    loader = None
     try:
+        # The reader rejects NUL and other control characters as soon as it is constructed.
+        loader = _StrictLoader(text, source)
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise ConfigError(f"{source}{line}: invalid YAML: {error.problem or error.context}") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{source}: invalid YAML: {error}") from None
+        raise ConfigError(f"{source}: invalid YAML: {' '.join(str(error).split())}") from None
+    except ValueError as error:
+        # A scalar that resolves to a type but cannot be built: a 5000-digit int, month 13.
+        reason = str(error).split(";")[0]
+        raise ConfigError(f"{source}: invalid YAML value: {reason}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return data, loader.key_lines
 
 
