@@ -23,26 +23,43 @@ distance AS (
     SELECT walk.entity_id, min(walk.hops) AS hops
     FROM walk
     GROUP BY walk.entity_id
+),
+-- Cut before explaining: only the entities returned need the fact that reached them.
+reached AS (
+    SELECT distance.entity_id, distance.hops
+    FROM distance
+    WHERE distance.hops > 0  -- @constant: the seeds themselves are not evidence
+    ORDER BY distance.hops, distance.entity_id
+    LIMIT CAST(:predicate_walk_limit AS bigint)
+),
+-- The facts that brought the walk to each returned entity from the level before, found with set
+-- joins (one per direction, so each reaches its own index) rather than one probe per entity.
+arrival AS (
+    SELECT reached.entity_id, f.id AS fact_id, f.statement
+    FROM reached
+    JOIN live_fact AS f ON f.subject_id = reached.entity_id
+    JOIN distance AS previous ON previous.entity_id = f.object_id
+    WHERE previous.hops = reached.hops - 1
+      AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
+    UNION ALL
+    SELECT reached.entity_id, f.id AS fact_id, f.statement
+    FROM reached
+    JOIN live_fact AS f ON f.object_id = reached.entity_id
+    JOIN distance AS previous ON previous.entity_id = f.subject_id
+    WHERE previous.hops = reached.hops - 1
+      AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
+),
+first_arrival AS (
+    SELECT DISTINCT ON (arrival.entity_id) arrival.entity_id, arrival.statement
+    FROM arrival
+    ORDER BY arrival.entity_id, arrival.fact_id
 )
 SELECT
     e.id AS entity_id,
     e.name AS entity_name,
-    distance.hops,
-    coalesce(link.statement, '') AS via_statement
-FROM distance
-JOIN entity AS e ON e.id = distance.entity_id
--- One fact that brought the walk here from the level before, so the evidence says why it is here.
-LEFT JOIN LATERAL (
-    SELECT f.statement
-    FROM distance AS previous
-    JOIN live_fact AS f
-      ON (f.subject_id = previous.entity_id AND f.object_id = distance.entity_id)
-      OR (f.object_id = previous.entity_id AND f.subject_id = distance.entity_id)
-    WHERE previous.hops = distance.hops - 1
-      AND (cardinality(CAST(:predicates AS text[])) = 0 OR f.predicate = ANY(CAST(:predicates AS text[])))
-    ORDER BY f.id
-    LIMIT 1  -- @constant: one explaining fact is enough
-) AS link (statement) ON true
-WHERE distance.hops > 0  -- @constant: the seeds themselves are not evidence
-ORDER BY distance.hops, e.id
-LIMIT CAST(:predicate_walk_limit AS bigint)
+    reached.hops,
+    coalesce(first_arrival.statement, '') AS via_statement
+FROM reached
+JOIN entity AS e ON e.id = reached.entity_id
+LEFT JOIN first_arrival ON first_arrival.entity_id = reached.entity_id
+ORDER BY reached.hops, e.id

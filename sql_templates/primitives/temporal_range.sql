@@ -11,8 +11,10 @@ WITH matching AS (
     FROM fact AS f
     WHERE f.recorded_to IS NULL
       AND (f.valid_from IS NOT NULL OR f.valid_to IS NOT NULL)
-      AND (f.valid_from IS NULL OR f.valid_from < CAST(:window_end AS timestamptz))
-      AND (f.valid_to IS NULL OR f.valid_to > CAST(:window_start AS timestamptz))
+      -- A missing bound is open-ended; written as a range overlap so a GiST index on this
+      -- expression can serve it.
+      AND tstzrange(f.valid_from, f.valid_to, '[)')
+          && tstzrange(CAST(:window_start AS timestamptz), CAST(:window_end AS timestamptz), '[)')
       AND (
           CAST(:topic AS text) = ''
           OR to_tsvector(CAST(:text_search_config AS regconfig), f.statement)

@@ -107,6 +107,9 @@ def test_predicate_walk_reaches_further_with_more_hops_and_ranks_nearer_first(cl
     found = asyncio.run(client.predicate_walk(PredicateWalkArgs(["e-alice"], max_hops=2), "0", "walk", 10))
     assert ids(found) == ["e-acme", "e-carol", "e-bob"]
     assert [item.score for item in found] == [0.5, 0.5, pytest.approx(1 / 3)]
+    # Bob is two hops out through Acme and through Carol; the snippet is the arriving fact of
+    # lowest id, so it is stable.
+    assert found[2].snippet_text == "Bob works at Acme"
     # Dave's tie to Acme ended and Erin's has not begun: neither is live, so neither is reached.
     assert "e-dave" not in ids(found) and "e-erin" not in ids(found)
 
