@@ -1,4 +1,4 @@
-"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--lanes PATH]`."""
+"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--scopes a,b] [--lanes PATH]`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import open_database
+from pipelines.resources.scopes import parse_scopes
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -17,16 +18,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: settings.budget_tokens)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--trace", action="store_true", help="do not record fact access")
+    parser.add_argument(
+        "--scopes", metavar="A,B",
+        help="read as a caller holding these scopes: only rows whose every scope is listed "
+        "('' = public rows only; default: every row, as the database owner)",
+    )
     add_lanes_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     config = lanes_config(arguments)
+    scopes = None if arguments.scopes is None else parse_scopes(arguments.scopes)
     with open_database(arguments.lanes) as database:
         result = find(
             database, arguments.question, k=arguments.k, budget=arguments.budget, config=config,
-            trace=arguments.trace,
+            trace=arguments.trace, scopes=scopes,
         )
     if arguments.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))

@@ -110,10 +110,13 @@ def find(
     config: LanegraphConfig | None = None,
     trace: bool = False,
     embedder: Embedder | None = None,
+    scopes: Sequence[str] | None = None,
 ) -> FindResult:
     """Answer-ready evidence for `question`, best first, within `budget` tokens.
 
-    `k` and `budget` default to the settings; `trace` leaves fact access history untouched."""
+    `k` and `budget` default to the settings; `trace` leaves fact access history untouched.
+    `scopes` are the caller's: row-level security then confines the statement and the access
+    record to rows whose every scope the caller holds; None reads as the owner (every row)."""
     config = config or load_config()
     question = _checked_question(question)
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
@@ -124,7 +127,7 @@ def find(
     statement = compile_find(config)
     vector = (embedder or embedder_for(config)).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector, k=k)
-    with database.connection() as connection:
+    with database.connection(scopes) as connection:
         candidates = _candidates(config, run_statement(connection, statement, values))
         kept, covered = drop_covered_sources(candidates)
         evidence, over_budget, used = pack(kept, budget)
