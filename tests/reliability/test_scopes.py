@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 from psycopg import sql
 
+from pipelines.config import load_config
+from pipelines.read.find import find
 from pipelines.resources.database import Database
 from tests.reliability.tenancy import (
+    HashedEmbedder,
     LeakCount,
     World,
-    hashed_embedding,
     plant_world,
     random_caller,
     random_question,
@@ -38,17 +40,17 @@ NEAREST = 10
 class PlantedDatabase:
     database: Database
     world: World
-    embed: Callable[[list[str]], np.ndarray]
+    embedder: HashedEmbedder
     rng: np.random.Generator
 
 
 @pytest.fixture(scope="module")
 def planted(make_database: Callable[[], Database], embedding_dimension: int) -> Iterator[PlantedDatabase]:
     database = make_database()
-    embed = lambda texts: hashed_embedding(texts, embedding_dimension)  # noqa: E731
+    embedder = HashedEmbedder(embedding_dimension)
     with database.connection() as connection:
-        world = plant_world(connection, np.random.default_rng(SEED), embed)
-    yield PlantedDatabase(database, world, embed, np.random.default_rng(SEED + 1))
+        world = plant_world(connection, np.random.default_rng(SEED), embedder.embed)
+    yield PlantedDatabase(database, world, embedder, np.random.default_rng(SEED + 1))
 
 
 def report(count: LeakCount, label: str) -> None:
@@ -112,7 +114,7 @@ def test_nearest_neighbour_queries_on_every_embedded_table(planted: PlantedDatab
     for _ in range(CALLERS):
         caller = random_caller(planted.rng, planted.world)
         questions = [random_question(planted.rng, planted.world) for _ in range(QUESTIONS_PER_CALLER)]
-        vectors = planted.embed(questions)
+        vectors = planted.embedder.embed(questions)
         with planted.database.connection(sorted(caller)) as connection:
             for vector in vectors:
                 for table in tables:
@@ -138,3 +140,24 @@ def test_the_detector_catches_what_the_owner_would_leak(planted: PlantedDatabase
             count.check_scopes(caller, scopes, "fact")
             count.check_row(planted.world, caller, [text], "fact")
     assert count.leaked_rows > 0 and count.leaked_tokens > 0
+
+
+def test_find_returns_nothing_outside_the_callers_scopes(planted: PlantedDatabase) -> None:
+    count = LeakCount()
+    config = load_config()
+    lanes_with_rows: set[str] = set()
+    for _ in range(CALLERS):
+        caller = random_caller(planted.rng, planted.world)
+        for _ in range(QUESTIONS_PER_CALLER):
+            question = random_question(planted.rng, planted.world)
+            result = find(
+                planted.database, question, config=config, embedder=planted.embedder, scopes=sorted(caller)
+            )
+            count.queries += 1
+            # Every candidate the statement produced, not only those that fit the budget.
+            for candidate in result.candidates:
+                lanes_with_rows.add(candidate.lane)
+                count.check_scopes(caller, candidate.scopes, candidate.lane)
+                count.check_row(planted.world, caller, candidate.__dict__.values(), candidate.lane)
+    print(f"find lanes that returned rows: {', '.join(sorted(lanes_with_rows))}")
+    report(count, "find")
