@@ -11,6 +11,7 @@ import argparse
 
 from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.read.cacheability import check_cacheability
+from pipelines.read.compiler import compile_find
 from pipelines.resources.database import open_database
 
 
@@ -27,6 +28,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     config = lanes_config(arguments)
+    # Template and setting mistakes surface here, before a database is started or reached.
+    compile_find(config)
     if arguments.offline:
         report = check_cacheability(config)
     else:

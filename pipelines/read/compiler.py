@@ -20,8 +20,7 @@ from pathlib import Path
 
 from sqlglot import exp
 
-from pipelines.config import SQL_TEMPLATES, LanegraphConfig
-from pipelines.read import lanes_config
+from pipelines.config import LanegraphConfig
 from pipelines.read.dialect import OPERATORS, ColonPlaceholder, PgVector
 from pipelines.read.lane_parts import Part, lane_parts
 from pipelines.read.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Lane, Plan, limit_expression
@@ -161,16 +160,29 @@ def compile_find(config: LanegraphConfig, *, cached: bool = True) -> CompiledSta
 
 
 def _templates_fingerprint(shape: Shape) -> tuple[object, ...]:
-    """Changes when any template or migration does, so an edited file is never served stale."""
-    roots = {SQL_TEMPLATES / "lanes", SQL_TEMPLATES / "primitives"}
-    roots |= {lanes_config.template_path(lane.template) for lane in shape.lanes}
-    files = sorted(
-        {path for root in roots for path in ([root] if root.is_file() else root.rglob("*.sql"))}
+    """Changes when a template this shape reads, or a migration, does: an edited file is never
+    served stale, and edits to unrelated templates do not evict the statement."""
+    plan = shape.plan()
+    paths = sorted(
+        {
+            part.template
+            for lane in shape.lanes
+            for part in lane_parts(lane.name, _lane(lane), plan)
+            if part.template is not None
+        }
     )
-    return (
-        tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files),
-        schema_fingerprint(),
-    )
+    stamps = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # compiling reports the missing file with its lane
+        stamps.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(stamps), schema_fingerprint()
+
+
+def _lane(lane: LaneShape) -> Lane:
+    return Lane.model_construct(kind=lane.kind, template=lane.template, limit=lane.limit)
 
 
 @lru_cache(maxsize=64)
@@ -187,10 +199,8 @@ def _compile_shape(shape: Shape) -> CompiledStatement:
     lanes: list[CompiledLane] = []
     recursive = False
     for priority, lane_shape in enumerate(shape.lanes):
-        lane = Lane.model_construct(
-            kind=lane_shape.kind, template=lane_shape.template, limit=lane_shape.limit
-        )
-        composed = _LaneComposer(lane_shape, catalog, declared).compose(lane_parts(lane_shape.name, lane, plan))
+        parts = lane_parts(lane_shape.name, _lane(lane_shape), plan)
+        composed = _LaneComposer(lane_shape, catalog, declared).compose(parts)
         ctes.extend(composed.ctes)
         recursive |= composed.recursive
         rows.append(_row_select(lane_shape.name, priority, composed.final_cte))

@@ -1,0 +1,76 @@
+"""A planted world for the read-side tests: for every lane, evidence that only that lane can find.
+
+Rows that must stay out of the dense rankings are embedded as UNRELATED text, far from every
+question asked here, so the lane that finds them is the only way to reach them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pipelines.config import PROJECT_ROOT, LanegraphConfig, load_config
+from pipelines.resources.database import Database
+from tests.read.planting import Planter
+
+UNRELATED = "Bananas ripen slowly in a paper bag on the kitchen counter."
+
+KINDS = {
+    "project": "A project or product line the company runs, with a lead, a team, a home site and a state.",
+    "person": "A person: an employee, manager, founder, engineer, mentor or contact.",
+    "place": "A place: a city, country, region, site, plant, lab, workshop or warehouse.",
+}
+
+
+@pytest.fixture(scope="session")
+def config() -> LanegraphConfig:
+    return load_config(PROJECT_ROOT / "lanes.yaml")
+
+
+@pytest.fixture(scope="module")
+def world(make_database) -> Database:  # type: ignore[no-untyped-def]
+    return plant_world(make_database())
+
+
+def plant_world(database: Database) -> Database:
+    now = datetime.now(UTC)
+    with database.connection() as connection:
+        with Planter(connection) as plant:
+            for kind, description in KINDS.items():
+                plant.entity_kind(kind, description)
+
+            # entity_catalog: two live projects with their states.
+            atlas = plant.entity("Atlas", "project", embed_as=UNRELATED)
+            beacon = plant.entity("Beacon", "project", embed_as=UNRELATED)
+            plant.fact("f-atlas", atlas, "status", "Atlas is active.", object_value="active", embed_as=UNRELATED)
+            plant.fact("f-beacon", beacon, "status", "Beacon is waiting.", object_value="waiting", embed_as=UNRELATED)
+
+            # facts, walk only: Zorblax is named; the facts two hops out are embedded far from everything.
+            zorblax = plant.entity("Zorblax", "person", embed_as=UNRELATED)
+            quentin = plant.entity("Quentin", "person", embed_as=UNRELATED)
+            marlo = plant.entity("Marlo", "person", embed_as=UNRELATED)
+            plant.fact("f-walk-1", zorblax, "mentors", "Zorblax mentors Quentin.", object_id=quentin, embed_as=UNRELATED)
+            plant.fact("f-walk-2", quentin, "trains_with", "Quentin trains with Marlo.", object_id=marlo, embed_as=UNRELATED)
+
+            # sources, BM25 only: a rare code, in a chunk embedded far away, under an unnamed title.
+            plant.document("maintenance", "Maintenance Notes")
+            plant.chunk("maintenance", 0, "Gimbal part QX-7781 was replaced after torque drift.", embed_as=UNRELATED)
+
+            # sources, title only: the question names the title; the chunk shares no word with it.
+            plant.document("corvane", "Corvane Cold Chain Audit", uri="file://corvane.md")
+            plant.chunk("corvane", 0, "Trucks were inspected on Tuesday and every seal was intact.", embed_as=UNRELATED)
+
+            # overview: a RAPTOR tree whose root is the only level find reads.
+            plant.raptor_node("raptor-leaf", 1, "Heron arms pick mixed cases in the Porto warehouse.", ["maintenance#0"])
+            plant.raptor_node("raptor-root", 2, "Quillfern Robotics builds warehouse robots across four sites.", ["raptor-leaf"])
+
+            # communities and profiles.
+            plant.community("community-cold", "Cold chain", "Reefer trucks, temperature logging and seal audits.", [atlas])
+            saoirse = plant.entity("Saoirse Dunne", "person", embed_as=UNRELATED)
+            plant.profile(saoirse, "Saoirse Dunne leads Project Mooring and mentors Lucia Ferraro.")
+
+            # working memory: one unpromoted item, and a promoted one that must not come back.
+            plant.session_item("wm-open", "The user prefers metric units and ISO 8601 dates in every answer.")
+            plant.session_item("wm-promoted", "The user prefers imperial units in every answer.", promoted_at=now - timedelta(hours=1))
+    return database

@@ -1,0 +1,184 @@
+"""Plant evidence rows straight into a test schema, embedded with the bundled model.
+
+Each lane test plants what only that lane can find, so it does not wait for the write-side assets.
+Embeddings may be given as `embed_as`: a text whose vector the row gets instead of its own, which
+keeps a row out of (or puts it into) the dense rankings on purpose. A Planter queues its inserts
+and embeds every text in one batch when its `with` block ends; EMBEDDER remembers every vector, so
+a question asked twice is embedded once (the model is the slow part of these tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+from pipelines.resources.embedder import LocalMiniLMEmbedder
+
+class MemoEmbedder:
+    """The bundled embedder with a memory: each distinct text is embedded once per test session."""
+
+    model_id = LocalMiniLMEmbedder.model_id
+    dimension = LocalMiniLMEmbedder.dimension
+
+    def __init__(self) -> None:
+        self._model = LocalMiniLMEmbedder()
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            self._vectors.update(zip(missing, self._model.embed(missing), strict=True))
+        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, self.dimension))
+
+
+EMBEDDER = MemoEmbedder()
+
+
+def vector(text: str) -> np.ndarray:
+    return EMBEDDER.embed([text])[0]
+
+
+@dataclass(frozen=True)
+class _Embedding:
+    text: str
+
+
+class _Queue:
+    """Statements waiting for their embeddings, run in order once all are embedded together."""
+
+    def __init__(self, connection: psycopg.Connection) -> None:
+        self.connection = connection
+        self.pending: list[tuple[str, tuple[object, ...]]] = []
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> None:
+        self.pending.append((sql, params))
+
+    def flush(self) -> None:
+        EMBEDDER.embed([p.text for _, params in self.pending for p in params if isinstance(p, _Embedding)])
+        for sql, params in self.pending:
+            self.connection.execute(sql, tuple(vector(p.text) if isinstance(p, _Embedding) else p for p in params))
+        self.pending.clear()
+
+
+def vector_of(text: str) -> _Embedding:
+    return _Embedding(text)
+
+
+class Planter:
+    def __init__(self, connection: psycopg.Connection) -> None:
+        self.connection = _Queue(connection)
+
+    def __enter__(self) -> Planter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None:
+            self.connection.flush()
+
+    def document(self, id: str, title: str, body: str = "", *, uri: str | None = None,
+                 observed_at: datetime | None = None, expires_at: datetime | None = None,
+                 retracted_at: datetime | None = None, scopes: Sequence[str] = ()) -> str:
+        self.connection.execute(
+            "INSERT INTO document (id, title, uri, body, content_hash, observed_at, expires_at, retracted_at, scopes)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (id, title, uri, body or title, f"hash-{id}", observed_at, expires_at, retracted_at, list(scopes)),
+        )
+        return id
+
+    def chunk(self, document_id: str, position: int, text: str, *, embed_as: str | None = None) -> str:
+        """A chunk, embedded (as `embed_as` when given) and indexed for BM25 the way bm25.sql reads
+        it: English lexemes of to_tsvector, frequency = number of positions."""
+        id = f"{document_id}#{position}"
+        self.connection.execute(
+            "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, embedding)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (id, document_id, position, text, len(text.split()), f"hash-{id}", vector_of(embed_as or text)),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_posting (term, chunk_id, term_frequency)"
+            " SELECT lexeme, %s, coalesce(array_length(positions, 1), 1)"
+            " FROM unnest(to_tsvector('english', %s))",
+            (id, text),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_chunk_length (chunk_id, length)"
+            " SELECT %s, coalesce(sum(term_frequency), 0) FROM bm25_posting WHERE chunk_id = %s",
+            (id, id),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_term (term, document_frequency)"
+            " SELECT term, 1 FROM bm25_posting WHERE chunk_id = %s"
+            " ON CONFLICT (term) DO UPDATE SET document_frequency = bm25_term.document_frequency + 1",
+            (id,),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_corpus (singleton, chunk_count, average_length)"
+            " SELECT true, count(*), coalesce(avg(length), 0) FROM bm25_chunk_length"
+            " ON CONFLICT (singleton) DO UPDATE SET chunk_count = excluded.chunk_count,"
+            " average_length = excluded.average_length"
+        )
+        return id
+
+    def entity_kind(self, name: str, description: str) -> str:
+        self.connection.execute(
+            "INSERT INTO entity_kind (name, description, embedding) VALUES (%s, %s, %s)"
+            " ON CONFLICT (name) DO NOTHING",
+            (name, description, vector_of(description)),
+        )
+        return name
+
+    def entity(self, name: str, kind: str, *, embed_as: str | None = None,
+               aliases: Sequence[str] = ()) -> str:
+        id = f"{kind}:{name.lower()}"
+        self.connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name, aliases, embedding)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (id, name, kind, name.lower(), list(aliases), vector_of(embed_as or name)),
+        )
+        return id
+
+    def fact(self, id: str, subject_id: str, predicate: str, statement: str, *,
+             object_id: str | None = None, object_value: str | None = None,
+             embed_as: str | None = None, source_chunk_id: str | None = None,
+             document_id: str | None = None, perspective: str = "",
+             valid_from: datetime | None = None, recorded_to: datetime | None = None) -> str:
+        self.connection.execute(
+            "INSERT INTO fact (id, subject_id, predicate, object_id, object_value, statement, perspective,"
+            " embedding, source_chunk_id, document_id, valid_from, recorded_to)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (id, subject_id, predicate, object_id, object_value, statement, perspective,
+             vector_of(embed_as or statement), source_chunk_id, document_id, valid_from, recorded_to),
+        )
+        return id
+
+    def session_item(self, id: str, text: str, *, promoted_at: datetime | None = None) -> str:
+        self.connection.execute(
+            "INSERT INTO session_item (id, text, embedding, promoted_at) VALUES (%s, %s, %s, %s)",
+            (id, text, vector_of(text), promoted_at),
+        )
+        return id
+
+    def profile(self, entity_id: str, summary: str) -> str:
+        self.connection.execute(
+            "INSERT INTO profile (entity_id, summary, fact_count, embedding) VALUES (%s, %s, 1, %s)",
+            (entity_id, summary, vector_of(summary)),
+        )
+        return entity_id
+
+    def community(self, id: str, label: str, summary: str, members: Sequence[str]) -> str:
+        self.connection.execute(
+            "INSERT INTO community (id, level, label, summary, members, embedding) VALUES (%s, 0, %s, %s, %s, %s)",
+            (id, label, summary, list(members), vector_of(f"{label}: {summary}")),
+        )
+        return id
+
+    def raptor_node(self, id: str, level: int, summary: str, children: Sequence[str]) -> str:
+        self.connection.execute(
+            "INSERT INTO raptor_node (id, level, summary, children, embedding) VALUES (%s, %s, %s, %s, %s)",
+            (id, level, summary, list(children), vector_of(summary)),
+        )
+        return id

@@ -1,0 +1,104 @@
+"""`lanegraph check` and `lanegraph compile` on good and broken lanes: a broken template is refused
+with one line naming the lane, the file and the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.config import PROJECT_ROOT
+from pipelines.read.lanes_config import LANE_TEMPLATES
+
+WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
+
+
+def lanes_with_template(tmp_path: Path, template_text: str) -> Path:
+    """lanes.yaml with the working_memory lane reading `template_text` from a file of its own."""
+    template = tmp_path / "working_memory.sql"
+    template.write_text(template_text)
+    settings = (PROJECT_ROOT / "lanes.yaml").read_text().replace(
+        "template: working_memory.sql", f"template: {template}"
+    )
+    path = tmp_path / "lanes.yaml"
+    path.write_text(settings)
+    return path
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+BROKEN = {
+    "a literal LIMIT": (
+        ("LIMIT :lane_limit", "LIMIT 10"),
+        "LIMIT 10",
+        "literal 10 in LIMIT",
+    ),
+    "a misspelled column": (
+        ("session_item.promoted_at IS NULL", "session_item.promotd_at IS NULL"),
+        "promotd_at",
+        "unknown column session_item.promotd_at",
+    ),
+    "an unknown setting": (
+        ("<= :find_max_distance", "<= :find_max_distanse"),
+        ":find_max_distanse",
+        "unknown setting 'find_max_distanse'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_check_rejects_a_broken_template_naming_lane_file_and_line(tmp_path, capsys, case):
+    (old, new), fragment, problem = BROKEN[case]
+    assert old in WORKING_MEMORY
+    text = WORKING_MEMORY.replace(old, new)
+    lanes = lanes_with_template(tmp_path, text)
+    assert main(["check", "--offline", "--lanes", str(lanes)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    where = f"lane working_memory: {tmp_path / 'working_memory.sql'}:{line_of(text, fragment)}: "
+    assert where in error and problem in error
+
+
+def test_a_marked_constant_is_allowed(tmp_path, capsys):
+    text = WORKING_MEMORY.replace("LIMIT :lane_limit", "LIMIT 10  -- @constant: a fixed window")
+    assert main(["check", "--offline", "--lanes", str(lanes_with_template(tmp_path, text))]) == 0
+    assert "ok   binds only" in capsys.readouterr().out
+
+
+def test_a_literal_compared_with_a_column_is_rejected(tmp_path, capsys):
+    text = WORKING_MEMORY.replace("session_item.promoted_at IS NULL", "session_item.id <> 'wm-1'")
+    assert main(["check", "--offline", "--lanes", str(lanes_with_template(tmp_path, text))]) == 2
+    assert "literal 'wm-1' compared with a column" in capsys.readouterr().err
+
+
+def test_a_lane_limit_naming_an_unknown_setting_is_rejected(tmp_path, capsys):
+    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    broken = settings.replace("limit: session_find_k", "limit: session_find_kk")
+    path = tmp_path / "lanes.yaml"
+    path.write_text(broken)
+    assert main(["check", "--offline", "--lanes", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}:{line_of(broken, 'session_find_kk')}: lanes.working_memory.limit: unknown setting 'session_find_kk'" in error
+
+
+def test_compile_prints_one_statement_with_the_pgvector_operator(capsys):
+    assert main(["compile"]) == 0
+    sql = capsys.readouterr().out
+    assert "<=>" in sql and "MATERIALIZED" in sql and "UNION ALL" in sql
+    assert "IS NOT DISTINCT FROM" not in sql
+
+
+def test_compile_is_byte_identical_for_settings_that_differ_only_in_values(tmp_path, capsys):
+    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    changed = tmp_path / "lanes.yaml"
+    changed.write_text(
+        settings.replace("  k: 8", "  k: 5").replace("  rrf_k: 60", "  rrf_k: 10")
+        .replace("find_max_distance: 0.9", "find_max_distance: 0.6")
+    )
+    assert main(["compile"]) == 0
+    original = capsys.readouterr().out
+    assert main(["compile", "--lanes", str(changed)]) == 0
+    assert capsys.readouterr().out == original

@@ -1,0 +1,103 @@
+"""Each lane finds what only it can find, through the one compiled statement."""
+
+from __future__ import annotations
+
+from pipelines.config import LanegraphConfig
+from pipelines.read.find import FindResult, find
+from pipelines.resources.database import Database
+from tests.read.planting import EMBEDDER, vector
+
+
+def ask(world: Database, config: LanegraphConfig, question: str) -> FindResult:
+    return find(world, question, config=config, trace=True, embedder=EMBEDDER)
+
+
+def by_lane(result: FindResult, lane: str) -> dict[str, str]:
+    return {c.evidence_id: c.line for c in result.candidates if c.lane == lane}
+
+
+def test_the_walk_finds_a_fact_two_hops_from_the_named_entity(world, config):
+    result = ask(world, config, "Who does Zorblax work with?")
+    facts = by_lane(result, "facts")
+    assert "fact:f-walk-2" in facts and facts["fact:f-walk-2"] == "Quentin trains with Marlo."
+    without_walk = config.model_copy(update={"plan": config.plan.model_copy(update={"hops": 0})})
+    assert "fact:f-walk-2" not in by_lane(ask(world, without_walk, "Who does Zorblax work with?"), "facts")
+
+
+def test_bm25_finds_a_chunk_that_neither_dense_nor_title_ranking_can(world, config):
+    result = ask(world, config, "What happened to QX-7781?")
+    sources = {c.evidence_id: c for c in result.candidates if c.lane == "sources"}
+    assert "chunk:maintenance#0" in sources
+    assert sources["chunk:maintenance#0"].line.startswith("Maintenance Notes: Gimbal part QX-7781")
+    assert not sources["chunk:maintenance#0"].direct
+    with world.connection() as connection:
+        (distance,) = connection.execute(
+            "SELECT embedding <=> %s FROM chunk WHERE id = 'maintenance#0'", (vector("What happened to QX-7781?"),)
+        ).fetchone()
+    assert distance > config.settings.find_max_distance
+
+
+def test_a_title_named_in_the_question_brings_its_chunks_as_direct_evidence(world, config):
+    result = ask(world, config, "What did the Corvane Cold Chain Audit conclude?")
+    sources = {c.evidence_id: c for c in result.candidates if c.lane == "sources"}
+    corvane = sources["chunk:corvane#0"]
+    assert corvane.direct and corvane.source_title == "Corvane Cold Chain Audit"
+    assert corvane.source_uri == "file://corvane.md" and corvane.document_id == "corvane"
+    assert all(not c.direct for c in result.candidates if c is not corvane)
+
+
+def test_a_title_counts_only_as_whole_words(world, config):
+    result = ask(world, config, "What did the Corvane Cold Chain Auditors conclude?")
+    assert "chunk:corvane#0" not in by_lane(result, "sources")
+
+
+def test_the_entity_catalog_lists_live_entities_with_their_states(world, config):
+    result = ask(world, config, "Which projects are running right now?")
+    catalog = by_lane(result, "entity_catalog")
+    assert catalog["kind:project:"] == "Current project entities are Atlas (active), Beacon (waiting)."
+
+
+def test_the_overview_reads_only_the_raptor_roots(world, config):
+    root = ask(world, config, "What does Quillfern Robotics build?")
+    assert by_lane(root, "overview") == {
+        "raptor:raptor-root": "Quillfern Robotics builds warehouse robots across four sites."
+    }
+    leaf_question = ask(world, config, "Heron arms pick mixed cases in the Porto warehouse.")
+    assert "raptor:raptor-leaf" not in by_lane(leaf_question, "overview")
+
+
+def test_the_communities_lane_returns_label_and_summary(world, config):
+    result = ask(world, config, "Who looks after temperature logging on reefer trucks?")
+    assert by_lane(result, "communities") == {
+        "community:community-cold": "Cold chain: Reefer trucks, temperature logging and seal audits."
+    }
+
+
+def test_the_profile_lane_returns_the_entity_summary(world, config):
+    result = ask(world, config, "Tell me about Saoirse Dunne and who she mentors.")
+    profiles = by_lane(result, "profile")
+    assert profiles["profile:person:saoirse dunne"] == (
+        "Saoirse Dunne: Saoirse Dunne leads Project Mooring and mentors Lucia Ferraro."
+    )
+
+
+def test_working_memory_returns_unpromoted_items_only(world, config):
+    result = ask(world, config, "Which units does the user prefer in answers?")
+    memory = by_lane(result, "working_memory")
+    assert "session:wm-open" in memory and memory["session:wm-open"].endswith(
+        "The user prefers metric units and ISO 8601 dates in every answer."
+    )
+    assert "session:wm-promoted" not in memory
+
+
+def test_a_lane_whose_limit_is_zero_contributes_no_rows_with_the_same_sql(world, config):
+    question = "Which units does the user prefer in answers?"
+    silenced = config.model_copy(update={"settings": config.settings.model_copy(update={"session_find_k": 0})})
+    assert by_lane(ask(world, config, question), "working_memory")
+    assert not by_lane(ask(world, silenced, question), "working_memory")
+
+
+def test_rows_come_in_plan_order_then_lane_ordering(world, config):
+    result = ask(world, config, "Who does Zorblax work with?")
+    priorities = [config.plan.order.index(c.lane) for c in result.candidates]
+    assert priorities == sorted(priorities)

@@ -1,0 +1,68 @@
+"""lanes.yaml's retrieval sections load strictly, and the editor schema is current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.read.json_schema import SCHEMA_PATH, lanes_json_schema
+from pipelines.resources.errors import ConfigError
+
+SETTINGS = (PROJECT_ROOT / "lanes.yaml").read_text()
+
+
+def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped-def]
+    assert old in SETTINGS
+    path = tmp_path / "lanes.yaml"
+    path.write_text(SETTINGS.replace(old, new, 1))
+    return path, load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("  fusion_depth: 40", "  fusion_depth: forty", "settings.fusion_depth: Input should be a valid integer"),
+        ("  fusion_depth: 40", "  fusion_dept: 40", "settings.fusion_dept: unknown key"),
+        ("  rrf_k: 60", "  rrf_k: 60\n  k: 3", "duplicate key 'settings.k'"),
+        ("  hops: 2 ", "  hops: two ", "plan.hops: Input should be a valid integer"),
+        ("      find_max_distance: 0.9", "      find_max_distanse: 0.9", "lanes.overview.settings.find_max_distanse: unknown key"),
+        ("limit: k * fact_candidate_factor", "limit: k * 3", "lanes.facts.limit: limit expression 'k * 3' may only combine setting names"),
+        ("limit: k * fact_candidate_factor", "limit: k * fact_factor", "lanes.facts.limit: unknown setting 'fact_factor'"),
+        ("limit: raptor_k", "limit: find_max_distance", "lanes.overview.limit: setting 'find_max_distance' is not an integer"),
+        ("order: [facts, sources,", "order: [facts, sourcez,", "plan.order.1: 'sourcez' is not a lane defined under `lanes`"),
+        ("    kind: overview", "    kind: overviews", "lanes.overview.kind: Input should be"),
+        ("    template: profile.sql", "    template: profiles.sql", "lanes.profile.template: template 'profiles.sql' not found"),
+    ],
+)
+def test_a_mistake_names_file_line_and_key(tmp_path, old, new, expected):
+    path = tmp_path / "lanes.yaml"
+    changed = SETTINGS.replace(old, new, 1)
+    path.write_text(changed)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    message = str(raised.value)
+    line = next(n for n, text in enumerate(changed.splitlines(), 1) if new.splitlines()[-1] in text)
+    assert message.startswith(f"{path}:{line}: ") and expected in message
+
+
+def test_overrides_are_exactly_the_keys_written(tmp_path):
+    _, config = load_changed(tmp_path, "      find_max_distance: 0.9", "      find_max_distance: 0.9\n      k: 2")
+    assert config.lanes["overview"].overrides == {"find_max_distance", "k"}
+    assert config.lanes["facts"].overrides == frozenset()
+
+
+def test_a_minimal_file_gets_the_seven_standard_lanes(tmp_path):
+    path = tmp_path / "lanes.yaml"
+    path.write_text("version: 1\n")
+    config = load_config(path)
+    assert config.plan.order == ["facts", "sources", "entity_catalog", "working_memory", "profile", "communities", "overview"]
+    assert set(config.lanes) == set(config.plan.order)
+
+
+def test_the_committed_json_schema_is_current():
+    assert SCHEMA_PATH.read_text() == lanes_json_schema(), "regenerate: lanegraph compile --json-schema > lanes.schema.json"
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert {"plan", "settings", "lanes", "pipeline"} <= set(schema["properties"])
