@@ -1,0 +1,72 @@
+"""Which arms an evaluation runs, and that each is the plan it claims to be."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.evaluation.arms import choose_arms, ranking_statement
+from pipelines.evaluation.demo_dataset import demo_dataset
+from pipelines.evaluation.dataset import parse_dataset
+from pipelines.resources.errors import InputError
+
+LANES = PROJECT_ROOT / "lanes.yaml"
+
+
+def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
+    config = load_config(LANES)
+    arms = {arm.name: arm for arm in choose_arms(config, None, [])}
+    lanes = [name for name in config.plan.order if config.plan.includes(config.lanes[name].kind)]
+    assert list(arms)[:4] == ["bm25", "dense", "sources", "find"]
+    assert arms["sources"].config.plan.order == ["sources"]
+    assert arms["find"].config == config
+    for lane in lanes:
+        assert arms[f"find-minus-{lane}"].config.plan.order == [name for name in lanes if name != lane]
+    assert arms["find-minus-walk"].config.plan.hops == 0
+    assert arms["find-minus-neighbors"].config.plan.neighbors is False
+    assert arms["find-minus-fuzzy_mentions"].config.plan.fuzzy_mentions is False
+    assert arms["bm25"].ranking == "bm25" and arms["dense"].ranking == "dense"
+
+
+def test_selected_arms_keep_their_order_and_unknown_ones_are_refused() -> None:
+    config = load_config(LANES)
+    assert [arm.name for arm in choose_arms(config, ["find", "dense"], [])] == ["find", "dense"]
+    with pytest.raises(InputError, match=r"^unknown arm 'bm52'; arms are: bm25, dense, sources, find, "):
+        choose_arms(config, ["bm52"], [])
+
+
+def test_a_lanes_file_is_an_arm_named_after_it_but_may_not_change_the_build(tmp_path: Path) -> None:
+    config = load_config(LANES)
+    text = LANES.read_text()
+    deeper = tmp_path / "deeper.yaml"
+    deeper.write_text(re.sub(r"(?m)^  fusion_depth: \d+$", "  fusion_depth: 80", text))
+    (arm,) = [arm for arm in choose_arms(config, ["find"], [deeper]) if arm.name == "deeper"]
+    assert arm.config.settings.fusion_depth == 80
+    rechunked = tmp_path / "rechunked.yaml"
+    rechunked.write_text(re.sub(r"(?m)^    max_tokens: \d+$", "    max_tokens: 120", text))
+    with pytest.raises(InputError, match=r"rechunked.yaml: its pipeline section differs"):
+        choose_arms(config, ["find"], [rechunked])
+    with pytest.raises(InputError, match=r"arm name 'find' \(the file name\) is already taken"):
+        (tmp_path / "find.yaml").write_text(text)
+        choose_arms(config, ["find"], [tmp_path / "find.yaml"])
+
+
+@pytest.mark.parametrize(("ranking", "key"), [("bm25", "score"), ("dense", "rank")])
+def test_baselines_compile_the_sources_lane_own_rankings(ranking: str, key: str) -> None:
+    config = load_config(LANES)
+    statement = ranking_statement(config, ranking)
+    rows = [("c2", 1.0), ("c1", 1.0), ("c3", 3.0)] if key == "score" else [("c2", 2), ("c1", 3), ("c3", 1)]
+    ordered = statement.chunk_ids([(row[0], row[1]) if statement.chunk_column == 0 else (row[1], row[0]) for row in rows])
+    assert ordered == (["c3", "c1", "c2"] if key == "score" else ["c3", "c2", "c1"])
+    values = statement.values(config, "Who built it?", [0.0] * config.pipeline.embedding.dimension)
+    assert {bind.name for bind in statement.statement.binds} <= set(values)
+
+
+def test_demo_dataset_is_a_valid_benchmark_over_the_demo_documents() -> None:
+    dataset = parse_dataset(demo_dataset(), Path("demo"))
+    assert len(dataset.passages) >= 10
+    assert len(dataset.questions_in("dev")) >= 5
+    assert all(question.gold_ids for question in dataset.questions)
