@@ -53,6 +53,15 @@ class EmbeddingSettings(StrictModel):
     openai: HttpEndpoint = HttpEndpoint()
 
 
+class DocumentSettings(StrictModel):
+    # A source file (or one JSONL record) above this size is skipped with a reason: 10 MB of text is
+    # about 10,000 chunks, already minutes of embedding on two cores.
+    max_bytes: int = Field(default=10_000_000, ge=1)
+    # Documents written per transaction: one commit per batch instead of one per document (a commit
+    # waits for a disk flush); a batch that fails is retried document by document.
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+
+
 class ChunkingSettings(StrictModel):
     max_tokens: int = Field(default=200, ge=16, le=8192)
     overlap_tokens: int = Field(default=40, ge=0)
@@ -102,6 +111,7 @@ class SessionSettings(StrictModel):
 
 class PipelineSettings(StrictModel):
     embedding: EmbeddingSettings = EmbeddingSettings()
+    documents: DocumentSettings = DocumentSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     extraction: ExtractionSettings = ExtractionSettings()
     communities: CommunitySettings = CommunitySettings()
