@@ -1,0 +1,81 @@
+"""Writing many items fast without letting one bad item spoil the rest.
+
+Items are written a batch per transaction (a commit waits for a disk flush, so one commit per
+document is slow); a batch that fails is rolled back whole and written again one item per
+transaction, so every item is either fully written or skipped with the database's reason, and the
+counts only ever include committed work. Only errors caused by an item's data are skipped this way;
+a lost connection or a broken statement fails the step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+import psycopg
+
+from pipelines.resources.database import Database
+from pipelines.write.report import StepReport
+
+Item = TypeVar("Item")
+# Errors an item's own values cause: a value PostgreSQL cannot store, a violated constraint.
+ITEM_ERRORS = (psycopg.DataError, psycopg.IntegrityError)
+
+
+class BatchWriter(Generic[Item]):
+    """Collects items and writes them `batch_size` at a time with `write(connection, items)`, which
+    returns counts (inserted, updated, ...) that are added to `report` once committed."""
+
+    def __init__(
+        self,
+        database: Database,
+        write: Callable[[psycopg.Connection, Sequence[Item]], Counter],
+        *,
+        batch_size: int,
+        report: StepReport,
+        describe: Callable[[Item], str],
+        on_flush: Callable[[int], None] = lambda written: None,
+    ) -> None:
+        self.database = database
+        self.write = write
+        self.batch_size = batch_size
+        self.report = report
+        self.describe = describe
+        self.on_flush = on_flush
+        self.pending: list[Item] = []
+        self.failed: list[Item] = []
+        self.written = 0
+
+    def add(self, item: Item) -> None:
+        self.pending.append(item)
+        if len(self.pending) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        try:
+            counts = self._one_transaction(batch)
+        except ITEM_ERRORS:
+            counts = Counter()
+            for item in batch:
+                try:
+                    counts += self._one_transaction([item])
+                except ITEM_ERRORS as error:
+                    self.failed.append(item)
+                    self.report.skip(self.describe(item), f"database error: {first_line(error)}")
+        for name, value in counts.items():
+            setattr(self.report, name, getattr(self.report, name) + value)
+        self.written += len(batch)
+        self.on_flush(self.written)
+
+    def _one_transaction(self, batch: Sequence[Item]) -> Counter:
+        with self.database.connection() as connection, connection.transaction():
+            return self.write(connection, batch)
+
+
+def first_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

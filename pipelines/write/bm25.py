@@ -1,0 +1,107 @@
+"""The bm25_index step: postings, chunk lengths, document frequencies and corpus size for Okapi BM25.
+
+Postings are written per chunk; document frequencies change by the number of postings added or
+removed per term, applied under one advisory lock together with the corpus totals, so concurrent
+partitions neither deadlock nor leave N and the average length behind. Any code that deletes or
+rewrites chunks calls `forget_chunks` first in the same transaction (a cascade would drop postings
+without correcting the frequencies).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import psycopg
+
+from pipelines.resources.database import Database
+from pipelines.write import bm25_sql as q
+from pipelines.write.document_sql import PARTITION_CHUNK_COUNT
+from pipelines.write.batches import BatchWriter
+from pipelines.write.chunking import indexed_text
+from pipelines.write.progress import Log, step_progress
+from pipelines.write.report import StepReport
+
+STEP = "bm25_index"
+
+
+def index_partitions(
+    database: Database, keys: Sequence[str], *, batch_size: int, log: Log = lambda message: None
+) -> StepReport:
+    """Index every chunk of the partitions' documents that has no postings yet."""
+    report = StepReport(unit="chunks", preview_columns=("chunk", "length", "terms"))
+    with database.connection() as connection:
+        chunks = connection.execute(q.UNINDEXED_CHUNKS, {"keys": list(keys)}).fetchall()
+        in_partitions = connection.execute(PARTITION_CHUNK_COUNT, {"keys": list(keys)}).fetchone()[0]
+    writer = BatchWriter(
+        database,
+        _index_batch,
+        batch_size=batch_size,
+        report=report,
+        describe=lambda chunk: f"chunk {chunk[0]}",
+        on_flush=step_progress(STEP, len(chunks), "chunks", log),
+    )
+    for chunk_id, title, text in chunks:
+        writer.add((chunk_id, indexed_text(title, text)))
+    writer.flush()
+    report.processed = len(chunks)
+    report.unchanged = in_partitions - len(chunks)
+    with database.connection() as connection:
+        report.rows = connection.execute(q.INDEXED_COUNT).fetchone()[0]
+        report.preview_rows = connection.execute(
+            q.INDEX_PREVIEW, {"chunk_ids": [chunk[0] for chunk in chunks[:5]]}
+        ).fetchall()
+    return report.finish()
+
+
+def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> Counter:
+    changes = connection.execute(
+        q.INDEX_CHUNKS,
+        {
+            "chunk_ids": [chunk_id for chunk_id, _ in chunks],
+            "indexed_texts": [text for _, text in chunks],
+            "text_search_config": q.TEXT_SEARCH_CONFIG,
+        },
+    ).fetchall()
+    apply_statistics(connection, changes)
+    return Counter(inserted=len(chunks))
+
+
+def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> None:
+    """Take chunks out of the BM25 statistics, inside the caller's transaction."""
+    if not chunk_ids:
+        return
+    changes = connection.execute(q.FORGET_CHUNKS, {"chunk_ids": list(chunk_ids)}).fetchall()
+    apply_statistics(connection, changes)
+
+
+def apply_statistics(connection: psycopg.Connection, changes: Iterable[tuple[str, int]]) -> None:
+    """Apply per-term document-frequency changes and refresh N and the average length."""
+    changes = sorted(changes)
+    connection.execute(q.LOCK_STATISTICS, {"key": q.STATISTICS_LOCK_KEY})
+    raised = [(term, amount) for term, amount in changes if amount > 0]
+    lowered = [(term, amount) for term, amount in changes if amount < 0]
+    for statement, part in ((q.RAISE_DOCUMENT_FREQUENCIES, raised), (q.LOWER_DOCUMENT_FREQUENCIES, lowered)):
+        if part:
+            connection.execute(statement, {"terms": [t for t, _ in part], "amounts": [a for _, a in part]})
+    if lowered:
+        connection.execute(q.DROP_UNUSED_TERMS, {"terms": [term for term, _ in lowered]})
+    connection.execute(q.REFRESH_CORPUS)
+
+
+def statistics_health(connection: psycopg.Connection) -> dict[str, float]:
+    """The BM25 statistics recomputed from the tables beside what is stored; see `STATISTICS_HEALTH`."""
+    cursor = connection.execute(q.STATISTICS_HEALTH)
+    names = [column.name for column in cursor.description]
+    return {name: float(value) for name, value in zip(names, cursor.fetchone(), strict=True)}
+
+
+def statistics_consistent(health: dict[str, float], tolerance: float = 1e-9) -> bool:
+    return (
+        health["unindexed_chunks"] == 0
+        and health["wrong_lengths"] == 0
+        and health["postings_without_length"] == 0
+        and health["wrong_document_frequencies"] == 0
+        and health["stored_chunk_count"] == health["indexed_chunks"] == health["chunks"]
+        and abs(health["stored_average_length"] - health["average_length"]) <= tolerance
+    )
