@@ -189,3 +189,20 @@ async def fuse_shards(
 ) -> FuseResult:
     """`fuse` of every query on every shard: one ranking, one budget, a degraded reason per failed shard."""
     return await fuse(shards, shards.fan_out(queries), options, timeout=timeout)
+
+
+# The find statement is led by its dense rankings: the neural tier.
+FIND_TIER = "2"
+FIND_SOURCE = "find"
+# The statement's lane limits already bound its rows; a lower cap would cut the lowest-priority
+# lanes of every shard.
+FIND_ROWS_PER_SHARD = 10_000
+
+
+async def find_on_shards(
+    shards: ShardClient, question: str, *, k: int, budget_tokens: int, timeout: float | None = None
+) -> FuseResult:
+    """The find statement on every shard, fused into one ranking within `budget_tokens`."""
+    query = SubQuery("find", FIND_TIER, FIND_SOURCE, find=FindArgs(question, k=k))
+    options = FuseOptions(max_results_per_subquery=FIND_ROWS_PER_SHARD, budget_tokens=budget_tokens)
+    return await fuse_shards(shards, [query], options, timeout=timeout)
