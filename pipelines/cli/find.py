@@ -1,13 +1,20 @@
-"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--scopes a,b] [--lanes PATH]`."""
+"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--scopes a,b] [--shards URL1,URL2]
+[--lanes PATH]`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+from dataclasses import asdict
 
 from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.config import LanegraphConfig
+from pipelines.fusion import FuseResult
+from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import open_database
+from pipelines.resources.errors import InputError
 from pipelines.resources.scopes import parse_scopes
 
 
@@ -23,6 +30,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="read as a caller holding these scopes: only rows whose every scope is listed "
         "('' = public rows only; default: every row, as the database owner)",
     )
+    parser.add_argument(
+        "--shards", metavar="URL1,URL2",
+        help="run the statement on each of these databases (one DATABASE_URL each, comma-separated; "
+        "write a comma inside a URL as %%2C) and fuse their evidence; an unreachable shard degrades "
+        "the answer (fact access is not recorded)",
+    )
     add_lanes_option(parser)
     parser.set_defaults(handler=run)
 
@@ -30,6 +43,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(arguments: argparse.Namespace) -> int:
     config = lanes_config(arguments)
     scopes = None if arguments.scopes is None else parse_scopes(arguments.scopes)
+    if arguments.shards is not None:
+        return run_on_shards(arguments, config, scopes)
     with open_database(arguments.lanes) as database:
         result = find(
             database, arguments.question, k=arguments.k, budget=arguments.budget, config=config,
@@ -54,4 +69,33 @@ def render(result: FindResult) -> str:
         f"{result.tokens_used}/{result.budget} tokens; {len(result.covered)} covered by a fact, "
         f"{len(result.over_budget)} over budget"
     )
+    return "\n".join(lines)
+
+
+def run_on_shards(arguments: argparse.Namespace, config: LanegraphConfig, scopes: tuple[str, ...] | None) -> int:
+    urls = parse_shard_urls(arguments.shards)
+    k = config.settings.k if arguments.k is None else arguments.k
+    budget = config.settings.budget_tokens if arguments.budget is None else arguments.budget
+    if k < 1 or budget < 1:
+        raise InputError(f"--k and --budget must be at least 1 with --shards, got k {k} and budget {budget}")
+    with ShardClient.from_urls(urls, config=config, scopes=scopes) as shards:
+        result = asyncio.run(find_on_shards(shards, arguments.question, k=k, budget_tokens=budget))
+    described = {name: describe_url(url) for name, url in zip(shards.shards, urls, strict=True)}
+    if arguments.json:
+        fused = {"question": arguments.question, "shards": described, **asdict(result), "budget": budget}
+        print(json.dumps(fused, indent=2, ensure_ascii=False))
+    else:
+        print(render_fused(result, described, budget))
+    # Degraded is still an answer; only no shard answering at all is a failure.
+    failed = [name for name in described if f"find:{FIND_SOURCE}@{name} failed: " in result.degraded_reason]
+    return 1 if len(failed) == len(described) else 0
+
+
+def render_fused(result: FuseResult, shards: dict[str, str], budget: int) -> str:
+    lines = [f"{item.source.rpartition('@')[2]:<8} {item.snippet_text}" for item in result.evidence]
+    if not result.evidence:
+        lines.append("(no evidence found)")
+    lines += [f"-- {name}: {where}" for name, where in shards.items()]
+    lines += [f"-- degraded: {reason}" for reason in result.degraded_reason.split("; ") if reason]
+    lines.append(f"-- {len(result.evidence)} fused evidence, {result.budget_tokens_used}/{budget} tokens")
     return "\n".join(lines)
