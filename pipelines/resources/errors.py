@@ -8,6 +8,11 @@ the command line prints it without a traceback.
 class LanegraphError(Exception):
     """A problem the user can fix; its message is one line and is shown as is."""
 
+    def __str__(self) -> str:
+        # Messages quote user text (a YAML key, a file name) that may hold newlines or terminal
+        # escapes; escaping them keeps the message one line and the terminal unharmed.
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in super().__str__())
+
 
 class ConfigError(LanegraphError):
     """lanes.yaml (or another settings file) is malformed or names something that does not exist."""
