@@ -143,6 +143,11 @@ def _checked_question(question: str) -> str:
         raise InputError("the question is empty")
     if "\x00" in question:
         raise InputError("the question contains a NUL character, which PostgreSQL text cannot hold")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as error:
+        # Python turns invalid UTF-8 bytes on a command line into lone surrogates.
+        raise InputError(f"the question is not valid UTF-8 text (at character {error.start + 1})") from None
     if len(question) > MAX_QUESTION_CHARS:
         raise InputError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
     return question
