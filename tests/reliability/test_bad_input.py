@@ -108,6 +108,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
         (["find", "   \n\t "], "the question is empty"),
         (["find", "x" * 100_000], "the question is 100000 characters"),
         (["find", "Heron\x00"], "NUL"),
+        (["find", "Heron \udcff"], "not valid UTF-8"),
         (["find", "Heron", "--k", "-1"], "k must be a non-negative integer"),
         (["find", "Heron", "--k", "many"], "argument --k: invalid int value"),
         (["find", "Heron", "--budget", "0"], "budget must be a positive number"),
