@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import pytest
 
 from pipelines.fusion import (
+    BM25Args,
     EntityStateArgs,
     Evidence,
+    FindArgs,
     FuseOptions,
     PredicateWalkArgs,
     SubQuery,
@@ -20,6 +22,10 @@ from pipelines.fusion.postgres_client import PostgresQueryClient, run_cancellabl
 from pipelines.fusion.primitives import primitive_statement
 from pipelines.read.execute import explain_statement, run_statement
 from pipelines.resources.database import Database
+from pipelines.resources.embedder import LocalMiniLMEmbedder
+from pipelines.write import bm25_sql
+from pipelines.write.bm25 import apply_statistics
+from pipelines.write.chunking import indexed_text
 
 # A small company graph: Alice -works_at-> Acme <-works_at- Bob -mentors-> Carol -knows-> Alice,
 # and Dave, who worked at Acme only in the first half of 2019. Alice was once recorded "on leave",
@@ -63,6 +69,59 @@ def plant(database: Database, entities: Sequence[tuple], facts: Sequence[tuple])
             """,
             facts,
         )
+
+
+# A small document corpus, one chunk per document: each question has one clear answer, and some
+# share words (Porto, warehouse, Heron) so rankings have a tail.
+CORPUS = [
+    ("heron-arms", "Heron picking arms", "The Heron robotic arms pick mixed cases in the Porto warehouse and were upgraded with new grippers in March."),
+    ("heron-faults", "Heron fault log", "Fault code HX-4417 on a Heron arm means the wrist encoder lost calibration; technicians recalibrate it on site."),
+    ("lantern-drones", "Lantern drone survey", "Lantern drones survey rooftops for solar panel cracks and fly only below the airspace ceiling of 120 metres."),
+    ("lantern-airspace", "Lantern airspace review", "The aviation authority approved Lantern flights over the harbour after a review of the drone noise and safety cases."),
+    ("mooring-buoys", "Mooring buoy network", "Project Mooring deploys sensor buoys that measure wave height and water temperature along the northern coast."),
+    ("mooring-funding", "Mooring funding round", "Mooring raised a second funding round from a marine research foundation to build forty more buoys."),
+    ("tessel-batteries", "Tessel battery packs", "Tessel designs lithium iron phosphate battery packs for warehouse robots with a hot swap tray."),
+    ("battery-handling", "Battery handling standard", "Damaged lithium batteries must be stored in a sand filled container and never charged again."),
+    ("cold-chain", "Corvane cold chain audit", "The audit found two reefer trucks whose temperature loggers drifted by three degrees during the summer."),
+    ("supplier-register", "Supplier register", "Vandermeer Plastics in Eindhoven supplies gripper pads and cable housings under a three year contract."),
+    ("mentorship", "Mentorship programme", "New engineers are paired with a mentor for six months and meet every second week to review their projects."),
+    ("leadership", "Leadership decisions 2025", "In 2025 the board moved the robotics headquarters from Lisbon to Porto to be closer to the main warehouse."),
+    ("customer-accounts", "Customer accounts", "Brightwell Grocers is the largest customer and renews its warehouse automation contract every January."),
+    ("safety-training", "Safety training", "Every warehouse worker completes forklift and robot safety training before entering the picking floor."),
+    ("office-kitchen", "Office kitchen rules", "Label your food in the shared fridge and empty the dishwasher when the green light is on."),
+    ("solar-roof", "Solar roof project", "The Porto warehouse roof carries eight hundred solar panels that cover a third of the robots' power use."),
+]
+QUESTIONS = [
+    "What does fault code HX-4417 mean?",
+    "Which supplier is based in Eindhoven?",
+    "How should damaged lithium batteries be stored?",
+    "Where are the Heron arms used?",
+    "What do the Mooring buoys measure?",
+    "Who approved the Lantern drone flights?",
+]
+
+
+def plant_corpus(database: Database, documents: Sequence[tuple[str, str, str]]) -> None:
+    """Documents of one chunk each, embedded and BM25-indexed as the write side does it."""
+    indexed = [indexed_text(title, text) for _, title, text in documents]
+    vectors = LocalMiniLMEmbedder().embed(indexed)
+    chunk_ids = [f"{document_id}#0" for document_id, _, _ in documents]
+    with database.connection() as connection:
+        for (document_id, title, text), chunk_id, vector in zip(documents, chunk_ids, vectors, strict=True):
+            connection.execute(
+                "INSERT INTO document (id, title, body, content_hash) VALUES (%s, %s, %s, %s)",
+                (document_id, title, text, f"hash-{document_id}"),
+            )
+            connection.execute(
+                "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, embedding)"
+                " VALUES (%s, %s, 0, %s, %s, %s, %s)",
+                (chunk_id, document_id, text, len(text.split()), f"hash-{chunk_id}", vector),
+            )
+        changes = connection.execute(
+            bm25_sql.INDEX_CHUNKS,
+            {"chunk_ids": chunk_ids, "indexed_texts": indexed, "text_search_config": bm25_sql.TEXT_SEARCH_CONFIG},
+        ).fetchall()
+        apply_statistics(connection, changes)
 
 
 @pytest.fixture()
@@ -251,3 +310,47 @@ def test_a_scoped_client_sees_only_rows_within_its_scopes(client, database):
     assert ids(asyncio.run(north.entity_state(named, "0", "s", 10))) == ["e-alice", "e-bob"]
     walk = PredicateWalkArgs(["e-alice"], max_hops=3)
     assert ids(asyncio.run(public.predicate_walk(walk, "0", "w", 10))) == ["e-acme", "e-carol"]
+
+
+@pytest.fixture(scope="module")
+def corpus(make_database) -> Database:  # type: ignore[no-untyped-def]
+    database = make_database()
+    plant_corpus(database, CORPUS)
+    return database
+
+
+def test_bm25_returns_the_planted_chunk_under_the_find_statements_chunk_id(corpus):
+    client = PostgresQueryClient(corpus)
+    found = asyncio.run(client.bm25(BM25Args("fault code HX-4417"), "1", "words", 10))
+    best = found[0]
+    assert (best.entity_id, best.tier, best.source, best.body_ref) == ("chunk:heron-faults#0", "1", "words", "heron-faults")
+    assert best.snippet_text.startswith("Fault code HX-4417 on a Heron arm")
+    assert [item.score for item in found] == sorted((item.score for item in found), reverse=True)
+
+
+def test_bm25_respects_the_limit(corpus):
+    client = PostgresQueryClient(corpus)
+    assert len(asyncio.run(client.bm25(BM25Args("Porto warehouse solar"), "1", "words", 2))) == 2
+
+
+def test_find_returns_the_statements_rows_best_first(corpus):
+    client = PostgresQueryClient(corpus)
+    found = asyncio.run(client.find(FindArgs("Where are the Heron arms used?", k=4), "2", "find", 50))
+    assert [item.entity_id for item in found][:2] == ["chunk:heron-arms#0", "chunk:heron-faults#0"]
+    assert all((item.tier, item.source) == ("2", "find") for item in found)
+    assert found[0].snippet_text.startswith("Heron picking arms: The Heron robotic arms")
+    assert [item.score for item in found] == sorted((item.score for item in found), reverse=True)
+    limited = asyncio.run(client.find(FindArgs("Where are the Heron arms used?", k=4), "2", "find", 1))
+    assert limited == found[:1]
+
+
+def test_find_and_bm25_name_a_chunk_alike_so_the_engine_keeps_one(corpus):
+    queries = [
+        SubQuery("find", "2", "find", find=FindArgs("What does fault code HX-4417 mean?", k=4)),
+        SubQuery("bm25", "1", "words", bm25=BM25Args("fault code HX-4417")),
+    ]
+    result = asyncio.run(fuse(PostgresQueryClient(corpus), queries))
+    assert not result.degraded
+    hits = [item for item in result.evidence if item.entity_id == "chunk:heron-faults#0"]
+    # The lower tier wins the duplicate: BM25's copy (tier 1) over find's (tier 2).
+    assert [(item.source, item.tier) for item in hits] == [("words", "1")]

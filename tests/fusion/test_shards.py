@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import urllib.parse
 from collections.abc import Callable, Sequence
 
+import psycopg
 import pytest
 
 from pipelines.fusion import (
+    BM25Args,
     EntityStateArgs,
     Evidence,
+    FindArgs,
     FuseOptions,
     FuseResult,
     PredicateWalkArgs,
@@ -17,6 +22,7 @@ from pipelines.fusion import (
     TemporalRangeArgs,
     fuse,
 )
+from pipelines.cli import main
 from pipelines.fusion.shards import (
     ShardClient,
     describe_url,
@@ -25,9 +31,9 @@ from pipelines.fusion.shards import (
 )
 from pipelines.resources.database import Database
 from pipelines.resources.errors import InputError
+from tests.fusion.test_postgres_client import CORPUS, QUESTIONS, plant, plant_corpus
 from tests.fusion.test_postgres_client import ENTITIES as NORTH_ENTITIES
 from tests.fusion.test_postgres_client import FACTS as NORTH_FACTS
-from tests.fusion.test_postgres_client import plant
 
 # A second, unconnected graph. Sharding by tenant keeps each connected graph inside one database.
 SOUTH_ENTITIES = [
@@ -116,6 +122,51 @@ def test_each_shard_cut_at_the_limit_still_gives_the_same_top_results(whole_and_
     assert without_shard(two.evidence[:limit]) == without_shard(one.evidence)
 
 
+@pytest.fixture(scope="module")
+def corpus_whole_and_halves(make_schema_url: Callable[[], str]) -> tuple[str, str, str]:
+    """One database holding the whole corpus, and two holding alternate documents of it."""
+    whole, first, second = make_schema_url(), make_schema_url(), make_schema_url()
+    for url, documents in ((whole, CORPUS), (first, CORPUS[0::2]), (second, CORPUS[1::2])):
+        with Database(url) as database:
+            plant_corpus(database, documents)
+    return whole, first, second
+
+
+def ids_of(evidence: Sequence[Evidence]) -> list[str]:
+    return [item.entity_id for item in evidence]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_find_on_two_halves_returns_the_top_results_of_the_whole(corpus_whole_and_halves, question):
+    whole, first, second = corpus_whole_and_halves
+    queries = [SubQuery("find", "2", "find", find=FindArgs(question, k=4))]
+    one = fuse_on([whole], queries)
+    two = fuse_on([first, second], queries)
+    assert not two.degraded and one.evidence
+    # Tolerance: the same evidence, not always the same order. A find row carries no score that
+    # compares across databases (the statement keeps its `ordering` inside), so each shard's rows
+    # are scored by lane priority and position in the lane: the halves' lanes interleave, position
+    # by position, with entity id breaking a tie. Dense distances agree across shards, but the
+    # sources lane fuses per-database ranks, and BM25 statistics are per database.
+    top = len(one.evidence)
+    assert set(ids_of(two.evidence[:top])) == set(ids_of(one.evidence))
+    assert len(two.evidence) == top
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_bm25_on_two_halves_finds_what_the_whole_finds_with_per_database_scores(corpus_whole_and_halves, question):
+    whole, first, second = corpus_whole_and_halves
+    queries = [SubQuery("bm25", "1", "words", bm25=BM25Args(question))]
+    one = fuse_on([whole], queries)
+    two = fuse_on([first, second], queries)
+    # Every chunk holding a query term is found either way, and here the best one is clear enough
+    # to stay first. Scores differ: idf uses each database's chunk count and document
+    # frequencies, and length normalisation its own average length, so near-ties may swap.
+    assert set(ids_of(two.evidence)) == set(ids_of(one.evidence))
+    assert ids_of(two.evidence)[0] == ids_of(one.evidence)[0]
+    assert two.evidence[0].score != pytest.approx(one.evidence[0].score)
+
+
 def test_an_unreachable_shard_degrades_the_result_and_keeps_the_others(whole_and_halves):
     whole, north, south = whole_and_halves
     unreachable = "host=/nonexistent-socket-dir dbname=lanegraph"
@@ -164,3 +215,35 @@ def test_shard_urls_are_comma_separated_and_never_empty():
 def test_a_shard_is_described_without_its_password():
     described = describe_url("postgresql://reader:secret@db.example:6543/corpus")
     assert described == "db.example:6543/corpus"
+
+
+def as_uri(conninfo: str) -> str:
+    """A key=value connection string as a postgresql:// URI: its options hold a comma, which
+    --shards would read as a separator, and a URI percent-encodes it."""
+    parts = psycopg.conninfo.conninfo_to_dict(conninfo)
+    query = urllib.parse.urlencode({"host": parts["host"], "options": parts["options"]}, quote_via=urllib.parse.quote)
+    return f"postgresql://{parts['user']}@/{parts['dbname']}?{query}"
+
+
+def test_lanegraph_find_with_shards_prints_the_fused_evidence(corpus_whole_and_halves, capsys):
+    _, first, second = corpus_whole_and_halves
+    unreachable = "postgresql://nobody@/lanegraph?host=/nonexistent-socket-dir"
+    shards = ",".join([as_uri(first), as_uri(second), unreachable])
+    status = main(["find", "What does fault code HX-4417 mean?", "--k", "4", "--shards", shards, "--json"])
+    printed = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert printed["evidence"][0]["entity_id"] == "chunk:heron-faults#0"
+    assert printed["evidence"][0]["source"] == "find@shard2"
+    assert printed["degraded"] and printed["degraded_reason"].startswith("find:find@shard3 failed: ")
+    assert set(printed["shards"]) == {"shard1", "shard2", "shard3"}
+
+    assert main(["find", "What does fault code HX-4417 mean?", "--shards", shards]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].startswith("shard2   Heron fault log: Fault code HX-4417")
+    assert "-- degraded: find:find@shard3 failed: " in text
+
+
+def test_lanegraph_find_fails_when_no_shard_answers(capsys):
+    unreachable = "postgresql://nobody@/lanegraph?host=/nonexistent-socket-dir"
+    assert main(["find", "anything", "--shards", unreachable]) == 1
+    assert "-- degraded: find:find@shard1 failed: DatabaseError: cannot connect" in capsys.readouterr().out
