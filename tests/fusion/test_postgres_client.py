@@ -19,7 +19,8 @@ from pipelines.fusion import (
     fuse,
 )
 from pipelines.fusion.postgres_client import PostgresQueryClient, run_cancellable
-from pipelines.fusion.primitives import primitive_statement
+from pipelines.fusion.primitives import PRIMITIVES, primitive_statement
+from pipelines.read.cacheability import generic_plan, reaches_indexes
 from pipelines.read.execute import explain_statement, run_statement
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import LocalMiniLMEmbedder
@@ -279,13 +280,25 @@ def test_a_statement_over_its_timeout_fails_and_the_connection_is_reused(databas
     assert asyncio.run(run_cancellable(database, select_one)) == [(1,)]
 
 
-@pytest.mark.parametrize("name", ["entity_state", "predicate_walk", "temporal_range"])
-def test_each_primitive_has_a_generic_plan(database, name):
-    # The find statement's rule: the plan exists before any value is known, so one prepared
-    # statement serves every call.
+@pytest.mark.parametrize("name", PRIMITIVES)
+def test_each_primitive_has_a_generic_plan_that_reaches_the_indexes(database, name):
+    # The find statement's rules: a plan exists before any value is known (so one prepared
+    # statement serves every call), and every table can be read through an index.
+    statement = primitive_statement(name).statement
     with database.connection() as connection:
-        plan = explain_statement(connection, primitive_statement(name).statement)
-    assert plan["Plan"]["Node Type"]
+        verdict = reaches_indexes(generic_plan(connection, statement), statement)
+    assert verdict.passed, verdict.detail
+
+
+def test_one_prepared_statement_serves_every_limit(client, database):
+    statement = primitive_statement("entity_state").statement
+    with database.connection() as connection:
+        for limit in (1, 300, 70_000):  # int2, int4 and int8 by size, were they sent untyped
+            run_statement(connection, statement, {"entity_ids": ["e-alice"], "entity_state_limit": limit})
+        prepared = connection.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement = %s", (statement.sql,)
+        ).fetchone()[0]
+    assert prepared == 1
 
 
 def test_generic_and_custom_plans_return_the_same_rows(client, database):
