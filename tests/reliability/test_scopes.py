@@ -10,7 +10,9 @@ LANEGRAPH_LEAK_SEED picks another world; the summary lines report what was check
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -19,9 +21,23 @@ import pytest
 from psycopg import sql
 
 from pipelines.config import load_config
+from pipelines.fusion import (
+    BM25Args,
+    EntityStateArgs,
+    Evidence,
+    FindArgs,
+    FuseOptions,
+    PredicateWalkArgs,
+    SubQuery,
+    TemporalRangeArgs,
+    fuse,
+)
+from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from tests.reliability.tenancy import (
+    PREDICATES,
+    WORDS,
     HashedEmbedder,
     LeakCount,
     World,
@@ -161,3 +177,59 @@ def test_find_returns_nothing_outside_the_callers_scopes(planted: PlantedDatabas
                 count.check_row(planted.world, caller, candidate.__dict__.values(), candidate.lane)
     print(f"find lanes that returned rows: {', '.join(sorted(lanes_with_rows))}")
     report(count, "find")
+
+
+def random_subqueries(rng: np.random.Generator, world: World, question: str) -> list[SubQuery]:
+    """One sub-query of every primitive, its arguments naming entities of any tenant."""
+    entities = tuple(str(e) for e in rng.choice(world.entity_ids, 8, replace=False))
+    start_year = int(rng.integers(2018, 2022))
+    return [
+        SubQuery("entity_state", "0", "state", entity_state=EntityStateArgs(entities)),
+        SubQuery(
+            "predicate_walk", "0", "walk",
+            predicate_walk=PredicateWalkArgs(
+                entities, tuple(str(p) for p in rng.choice(PREDICATES, int(rng.integers(0, 3)) // 2)),
+                int(rng.integers(1, 4)),
+            ),
+        ),
+        SubQuery(
+            "temporal_range", "0", "window",
+            temporal_range=TemporalRangeArgs(
+                f"{start_year}-01-01T00:00:00+00:00", f"{start_year + 2}-01-01T00:00:00+00:00",
+                "" if rng.random() < 0.5 else str(rng.choice(WORDS)),
+            ),
+        ),
+        SubQuery("bm25", "1", "lexical", bm25=BM25Args(question)),
+        SubQuery("find", "2", "find", find=FindArgs(question)),
+    ]
+
+
+def test_every_fusion_primitive_and_the_fused_result(planted: PlantedDatabase) -> None:
+    count = LeakCount()
+    per_primitive: Counter[str] = Counter()
+    config = load_config()
+    options = FuseOptions(max_results_per_subquery=50, budget_tokens=1_000_000)
+
+    def check(caller: frozenset[str], evidence: list[Evidence] | tuple[Evidence, ...], where: str) -> None:
+        for item in evidence:
+            per_primitive[where] += 1
+            count.check_row(planted.world, caller, [item.entity_id, item.snippet_text, item.body_ref], where)
+
+    async def ask(client: PostgresQueryClient, caller: frozenset[str], queries: list[SubQuery]) -> None:
+        for query in queries:
+            args = getattr(query, query.type)
+            check(caller, await getattr(client, query.type)(args, query.tier, query.source, 50), query.type)
+            count.queries += 1
+        fused = await fuse(client, queries, options)
+        assert not fused.degraded, fused.degraded_reason
+        check(caller, fused.evidence, "fused")
+        count.queries += 1
+
+    for _ in range(CALLERS):
+        caller = random_caller(planted.rng, planted.world)
+        client = PostgresQueryClient(planted.database, config=config, embedder=planted.embedder, scopes=sorted(caller))
+        for _ in range(QUESTIONS_PER_CALLER // 2):
+            question = random_question(planted.rng, planted.world)
+            asyncio.run(ask(client, caller, random_subqueries(planted.rng, planted.world, question)))
+    print("fusion evidence checked per primitive: " + ", ".join(f"{k} {v}" for k, v in sorted(per_primitive.items())))
+    report(count, "fusion primitives")
