@@ -1,0 +1,116 @@
+"""The RAPTOR tree: cluster, summarise, embed, repeat, from chunks up to a few roots.
+
+Each level reduces its nodes' embeddings with PCA (UMAP, which the RAPTOR paper uses, is not a
+dependency), fits Gaussian mixtures over a range of component counts and keeps the count with the
+lowest BIC (seeded, so the same corpus builds the
+same tree). Every level at least halves the node count, and the last allowed level is capped at
+`root_count` clusters, so the top level never has more than `root_count` roots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.mixture import GaussianMixture
+
+# Candidate component counts beyond this many are sampled on a geometric grid, not tried one by one.
+EXHAUSTIVE_CANDIDATES = 12
+
+
+@dataclass(frozen=True)
+class RaptorNode:
+    id: str
+    level: int
+    children: tuple[str, ...]
+    summary: str
+    embedding: np.ndarray
+    scopes: tuple[str, ...]
+
+
+def candidate_counts(upper: int) -> list[int]:
+    if upper <= EXHAUSTIVE_CANDIDATES:
+        return list(range(1, upper + 1))
+    grid = np.geomspace(1, upper, EXHAUSTIVE_CANDIDATES)
+    return sorted({int(round(value)) for value in grid} | {upper})
+
+
+def cluster_vectors(
+    vectors: np.ndarray, *, max_clusters: int, reduced_dimensions: int, covariance: str, seed: int
+) -> list[list[int]]:
+    """Groups of row indices; the number of groups is BIC-chosen and at most `max_clusters`."""
+    count = len(vectors)
+    upper = min(max_clusters, count)
+    if upper <= 1:
+        return [list(range(count))]
+    dimensions = min(reduced_dimensions, count - 1, vectors.shape[1])
+    reduced = PCA(n_components=dimensions, random_state=seed).fit_transform(vectors)
+    best: tuple[float, np.ndarray] | None = None
+    for components in candidate_counts(upper):
+        mixture = GaussianMixture(n_components=components, covariance_type=covariance, random_state=seed, reg_covar=1e-4)
+        mixture.fit(reduced)
+        bic = mixture.bic(reduced)
+        if best is None or bic < best[0]:
+            best = (bic, mixture.predict(reduced))
+    labels = best[1]
+    groups: dict[int, list[int]] = {}
+    for row, label in enumerate(labels):
+        groups.setdefault(int(label), []).append(row)
+    return sorted(groups.values(), key=lambda group: group[0])
+
+
+def node_id(level: int, children: Sequence[str]) -> str:
+    digest = hashlib.sha256("\x1f".join(sorted(children)).encode()).hexdigest()[:16]
+    return f"r{level}-{digest}"
+
+
+def build_tree(
+    leaf_ids: Sequence[str],
+    leaf_texts: Sequence[str],
+    leaf_vectors: np.ndarray,
+    leaf_scopes: Sequence[Sequence[str]],
+    *,
+    summarize: Callable[[Sequence[str]], str],
+    embed: Callable[[Sequence[str]], np.ndarray],
+    max_levels: int,
+    root_count: int,
+    max_clusters: int,
+    reduced_dimensions: int,
+    covariance: str,
+    seed: int,
+    progress: Callable[[str], None] = lambda message: None,
+) -> list[RaptorNode]:
+    """Every node of the tree, level 1 (clusters of leaves) first."""
+    ids, texts, vectors, scopes = list(leaf_ids), list(leaf_texts), np.asarray(leaf_vectors), [tuple(s) for s in leaf_scopes]
+    nodes: list[RaptorNode] = []
+    for level in range(1, max_levels + 1):
+        if not ids or (level > 1 and len(ids) <= root_count):
+            break
+        limit = root_count if level == max_levels else min(max_clusters, math.ceil(len(ids) / 2))
+        groups = cluster_vectors(
+            vectors, max_clusters=max(1, limit), reduced_dimensions=reduced_dimensions, covariance=covariance, seed=seed
+        )
+        progress(f"RAPTOR level {level}: {len(ids)} nodes into {len(groups)} clusters")
+        summaries = [summarize([texts[i] for i in group]) for group in groups]
+        embeddings = embed(summaries)
+        level_nodes = [
+            RaptorNode(
+                id=node_id(level, [ids[i] for i in group]),
+                level=level,
+                children=tuple(ids[i] for i in group),
+                summary=summary,
+                embedding=embedding,
+                scopes=tuple(sorted({scope for i in group for scope in scopes[i]})),
+            )
+            for group, summary, embedding in zip(groups, summaries, embeddings)
+        ]
+        nodes.extend(level_nodes)
+        ids = [node.id for node in level_nodes]
+        texts = [node.summary for node in level_nodes]
+        vectors = np.asarray(embeddings)
+        scopes = [node.scopes for node in level_nodes]
+    return nodes
