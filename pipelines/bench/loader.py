@@ -18,11 +18,13 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from pipelines.bench.synthetic import SyntheticCorpus
+from pipelines.bench.synthetic import SyntheticCorpus, SyntheticQuery
 from pipelines.resources.database import connect, prepare_database
+from pipelines.write import bm25
 
 BENCH_DATABASE = "lanegraph_bench"
 MARKER_TABLE = "lanegraph_bench_corpus"
+QUERY_TABLE = "lanegraph_bench_query"
 # HNSW builds fastest when the whole graph fits maintenance_work_mem; size it to the table (vector
 # bytes plus neighbour lists) within a cap that leaves the machine room to breathe.
 HNSW_BYTES_PER_ROW_OVERHEAD = 600
@@ -61,8 +63,6 @@ FACT = CopyTarget(
     ("text", "text", "text", "text", "text", "text", "vector", "text", "text", "timestamptz",
      "timestamptz", "timestamptz", "int4"),
 )
-BM25_POSTING = CopyTarget("bm25_posting", ("term", "chunk_id", "term_frequency"), ("text", "text", "int4"))
-BM25_CHUNK_LENGTH = CopyTarget("bm25_chunk_length", ("chunk_id", "length"), ("text", "int4"))
 COMMUNITY = CopyTarget(
     "community",
     ("id", "level", "parent_id", "label", "summary", "members", "embedding"),
@@ -77,11 +77,8 @@ SESSION_ITEM = CopyTarget(
     ("id", "text", "embedding", "created_at", "promoted_at"),
     ("text", "text", "vector", "timestamptz", "timestamptz"),
 )
-LOADED_TABLES = (
-    ENTITY_KIND, ENTITY, DOCUMENT, CHUNK, FACT, BM25_POSTING, BM25_CHUNK_LENGTH, COMMUNITY, PROFILE,
-    RAPTOR_NODE, SESSION_ITEM,
-)
-DERIVED_TABLES = ("bm25_term", "bm25_corpus")
+LOADED_TABLES = (ENTITY_KIND, ENTITY, DOCUMENT, CHUNK, FACT, COMMUNITY, PROFILE, RAPTOR_NODE, SESSION_ITEM)
+DERIVED_TABLES = ("bm25_posting", "bm25_chunk_length", "bm25_term", "bm25_corpus")
 
 SECONDARY_INDEXES = """
 SELECT i.relname, t.relname, pg_get_indexdef(i.oid), am.amname
@@ -95,14 +92,6 @@ WHERE n.nspname = current_schema()
 ORDER BY t.relname, i.relname
 """
 
-TERM_STATISTICS = """
-INSERT INTO bm25_term (term, document_frequency)
-SELECT term, count(*) FROM bm25_posting GROUP BY term
-"""
-CORPUS_STATISTICS = """
-INSERT INTO bm25_corpus (chunk_count, average_length)
-SELECT count(*), coalesce(avg(length), 0) FROM bm25_chunk_length
-"""
 # Degree over live facts, in both directions, as the graph asset defines it.
 ENTITY_DEGREE = """
 UPDATE entity SET degree = counted.degree
@@ -225,27 +214,23 @@ def load_corpus(url: str, corpus: SyntheticCorpus, *, raptor_max_levels: int, ra
             counts["document"] += _copy_rows(connection, DOCUMENT, block.documents)
             counts["chunk"] += _copy_rows(connection, CHUNK, block.chunks)
             counts["fact"] += _copy_rows(connection, FACT, block.facts)
-            counts["bm25_posting"] += _copy_rows(connection, BM25_POSTING, block.postings)
-            counts["bm25_chunk_length"] += _copy_rows(connection, BM25_CHUNK_LENGTH, block.chunk_lengths)
+            # The bm25_index asset's own batch step (postings, lengths, frequencies, corpus size).
+            bm25._index_batch(connection, block.indexed_texts)
         counts["community"] = _copy_rows(connection, COMMUNITY, corpus.communities())
         counts["profile"] = _copy_rows(connection, PROFILE, corpus.profiles())
         counts["raptor_node"] = _copy_rows(
             connection, RAPTOR_NODE, corpus.raptor_nodes(raptor_max_levels, raptor_root_count)
         )
         counts["session_item"] = _copy_rows(connection, SESSION_ITEM, corpus.session_items())
-        connection.execute(TERM_STATISTICS)
-        connection.execute(CORPUS_STATISTICS)
         connection.execute(ENTITY_DEGREE)
         connection.commit()
         load_seconds = time.perf_counter() - started
+        for table in DERIVED_TABLES:
+            counts[table] = connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
         builds = tuple(_build_index(connection, index, counts, corpus.shape.dimension) for index in indexes)
     with connect(url, autocommit=True) as connection:
         for table in (*(target.table for target in LOADED_TABLES), *DERIVED_TABLES):
             connection.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
-        counts.update(
-            {table: connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
-             for table in DERIVED_TABLES}
-        )
         result = LoadResult(corpus.shape.as_dict(), load_seconds, builds, counts)
         connection.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (load jsonb NOT NULL)").format(sql.Identifier(MARKER_TABLE)))
         connection.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(MARKER_TABLE)))
@@ -269,3 +254,40 @@ def _build_index(connection: psycopg.Connection, index: tuple, counts: dict[str,
         connection.execute(definition)
         seconds = time.perf_counter() - started
     return IndexBuild(name, table, method, seconds, rows)
+
+
+def store_queries(url: str, queries: list[SyntheticQuery]) -> None:
+    """Keep the questions beside the corpus: a reused corpus is asked the same questions."""
+    dimension = len(queries[0].vector) if queries else 1
+    with connect(url, autocommit=True) as connection:
+        register_vector(connection)
+        connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(QUERY_TABLE)))
+        connection.execute(
+            sql.SQL(
+                "CREATE TABLE {} (position integer PRIMARY KEY, text text NOT NULL, vector vector({}) NOT NULL, "
+                "target_chunk_id text NOT NULL, mentions text[] NOT NULL)"
+            ).format(sql.Identifier(QUERY_TABLE), sql.Literal(int(dimension)))
+        )
+        target = CopyTarget(
+            QUERY_TABLE, ("position", "text", "vector", "target_chunk_id", "mentions"),
+            ("int4", "text", "vector", "text", "text[]"),
+        )
+        _copy_rows(
+            connection, target,
+            ((i, q.text, q.vector, q.target_chunk_id, list(q.mentions)) for i, q in enumerate(queries)),
+        )
+
+
+def stored_queries(url: str, count: int) -> list[SyntheticQuery]:
+    """The first `count` stored questions; fewer when fewer were stored."""
+    with connect(url, autocommit=True) as connection:
+        register_vector(connection)
+        if connection.execute("SELECT to_regclass(%s)", (QUERY_TABLE,)).fetchone()[0] is None:
+            return []
+        rows = connection.execute(
+            sql.SQL("SELECT text, vector, target_chunk_id, mentions FROM {} ORDER BY position LIMIT %s").format(
+                sql.Identifier(QUERY_TABLE)
+            ),
+            (count,),
+        ).fetchall()
+    return [SyntheticQuery(text, vector.to_numpy(), target, tuple(mentions)) for text, vector, target, mentions in rows]

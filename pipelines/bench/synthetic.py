@@ -8,11 +8,13 @@ entity, a community and a RAPTOR node at the mean of their members. Chunk text d
 from a Zipf law (long posting lists, as for real mid-frequency words), topical words from the
 topic's own vocabulary (so lexical and dense neighbourhoods agree) and entity names from a name
 vocabulary (so BM25, title matching and named mentions all hit). Sizes of every table are
-proportional to the chunk count.
+proportional to the chunk count. The words are pseudo-words of consonant-vowel syllables, so no
+stop-word list or stemmer mistakes one for English.
 
 Everything here is pure generation (numpy, strings, row tuples); `pipelines.bench.loader` writes the
-rows. The rows bypass the write-side assets on purpose: the benchmark measures reading, and a
-million chunks through the embedder would take hours.
+rows. They bypass the write-side assets on purpose (the benchmark measures reading, and a million
+chunks through the embedder and the extractor would take hours); only the BM25 statistics are
+computed by the write side's own SQL, from the same indexed text its asset would index.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+
+from pipelines.write.chunking import indexed_text
 
 # Proportions, per chunk, in line with what extraction yields on encyclopedic passages.
 CHUNKS_PER_DOCUMENT = 8
@@ -150,8 +154,8 @@ class ContentBlock:
     documents: list[tuple] = field(default_factory=list)
     chunks: list[tuple] = field(default_factory=list)
     facts: list[tuple] = field(default_factory=list)
-    postings: list[tuple] = field(default_factory=list)
-    chunk_lengths: list[tuple] = field(default_factory=list)
+    # (chunk id, the text BM25 indexes): the write side's own SQL turns these into postings.
+    indexed_texts: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -302,12 +306,7 @@ class SyntheticCorpus:
                 (chunk_id, document_id, position, text, len(words), content_hash,
                  chunk_vectors[position], "synthetic", content_hash)
             )
-            terms: dict[str, int] = {}
-            for word in words:
-                term = word.lower()
-                terms[term] = terms.get(term, 0) + 1
-            block.postings.extend((term, chunk_id, frequency) for term, frequency in terms.items())
-            block.chunk_lengths.append((chunk_id, len(words)))
+            block.indexed_texts.append((chunk_id, indexed_text(title, text)))
             self._add_facts(block, chunk_id, document_id, chunk_vectors[position], mentioned, observed)
             leaves.setdefault(topic, []).append((chunk_id, chunk_vectors[position]))
             if chunk_ordinal in self._remembered_chunks:

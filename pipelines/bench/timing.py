@@ -52,20 +52,21 @@ def interleaved(
     queries: Sequence[Query],
     *,
     rounds: int = 1,
-    warmup_rounds: int = 1,
+    warmup_queries: int = 10,
 ) -> dict[str, list[float]]:
     """Milliseconds per call of every variant on every question, A B C, B C A, C A B, ...
 
-    The warm-up rounds run the same loop and are discarded: they fill the buffer cache, prepare
-    the statements and let PostgreSQL settle on a generic or custom plan."""
+    A warm-up pass over the first `warmup_queries` questions runs the same loop unrecorded: it
+    fills the buffer cache, prepares the statements and lets PostgreSQL settle on a generic or
+    custom plan (it plans custom five times first)."""
     if not variants or not queries:
         raise ValueError("interleaved timing needs at least one variant and one question")
     names = list(variants)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    passes = [(list(queries[:warmup_queries]), False)] + [(list(queries), True)] * rounds
     step = 0
-    for round_index in range(warmup_rounds + rounds):
-        recording = round_index >= warmup_rounds
-        for query in queries:
+    for pass_queries, recording in passes:
+        for query in pass_queries:
             for name in rotation(names, step):
                 started = time.perf_counter_ns()
                 variants[name](query)

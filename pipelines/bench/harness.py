@@ -1,0 +1,409 @@
+"""`run_benchmark`: the find statement against its floor, against per-lane round trips, across sizes.
+
+For each corpus size (its own schema, see `loader`): the compiled find statement, the same lanes
+compiled one statement each (the shape other systems have: one round trip per retrieval, results
+fused in the application), every floor probe and an empty round trip all run on every question,
+interleaved (`timing.interleaved`), as the owner, the way `find` runs without scopes; the statement
+also runs as a caller confined by row-level security, to show what the policies cost. Then the server's own account (EXPLAIN ANALYZE EXECUTE of
+SQL-level prepared statements) gives planning against execution under each plan cache mode and the
+time each lane spends inside the statement. Latencies are client-side wall times of one prepared
+execution with the question vector precomputed: the embedder is measured by the ingest benchmark.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from pipelines.bench import planning
+from pipelines.bench.floor import EMPTY_ROUND_TRIP, FloorProbe, floor_probes
+from pipelines.bench.loader import (
+    LoadResult,
+    bench_schema,
+    drop_schema,
+    load_corpus,
+    recorded_load,
+    recreate_schema,
+    schema_url,
+    store_queries,
+    stored_queries,
+)
+from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
+from pipelines.bench.timing import Summary, growth_per_decade, interleaved, ratio, rotation
+from pipelines.config import LanegraphConfig
+from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
+from pipelines.read.execute import run_statement
+from pipelines.read.explain import lane_timings
+from pipelines.resources.database import Database, prepare_database
+
+DEFAULT_CHUNKS = 2_000
+DEFAULT_QUERIES = 100
+# Questions stored with a corpus, so a reused corpus can serve any --queries up to this.
+STORED_QUERIES = 1_000
+# Enough for auto plan caching to settle (five custom plans) and the caches to fill.
+WARMUP_QUERIES = 10
+EXPLAIN_QUERIES = 20
+LANE_EXPLAIN_QUERIES = 5
+COSTLIEST_NODES = 12
+SERVER_SETTINGS = (
+    "server_version", "shared_buffers", "work_mem", "effective_cache_size", "jit",
+    "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "random_page_cost",
+    "hnsw.ef_search", "hnsw.iterative_scan", "plan_cache_mode",
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    sizes: tuple[int, ...] = (DEFAULT_CHUNKS,)
+    queries: int = DEFAULT_QUERIES
+    rounds: int = 1
+    warmup_queries: int = WARMUP_QUERIES
+    explain_queries: int = EXPLAIN_QUERIES
+    seed: int = 0
+    # Keep each size's schema after the run; with `reuse`, a kept corpus of the same shape is used.
+    keep: bool = False
+    reuse: bool = False
+    dataset: Path | None = None
+    schema_prefix: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.sizes or any(size < 8 for size in self.sizes):
+            raise ValueError("every corpus size must be at least 8 chunks")
+        if self.queries < 1 or self.queries > STORED_QUERIES:
+            raise ValueError(f"--queries must be between 1 and {STORED_QUERIES}")
+        if self.rounds < 1 or self.warmup_queries < 0:
+            raise ValueError("rounds must be at least 1 and warm-up questions at least 0")
+
+
+@dataclass(frozen=True)
+class BenchStatements:
+    """Everything timed: the find statement, its lanes one statement each, the floor probes."""
+
+    find: CompiledStatement
+    lanes: tuple[tuple[str, CompiledStatement], ...]
+    probes: tuple[FloorProbe, ...]
+
+    @classmethod
+    def of(cls, config: LanegraphConfig) -> BenchStatements:
+        find = compile_find(config)
+        return cls(find, tuple((lane.name, compile_find(single_lane(config, lane.name))) for lane in find.lanes),
+                   floor_probes(config.pipeline.embedding.dimension))
+
+
+def single_lane(config: LanegraphConfig, lane: str) -> LanegraphConfig:
+    """`config` with a plan of one lane: that lane's statement exactly as the full plan builds it."""
+    return config.model_copy(update={"plan": config.plan.model_copy(update={"order": [lane]})})
+
+
+def run_round_trips(
+    connection: psycopg.Connection, lanes: Sequence[tuple[str, CompiledStatement]], values: Mapping[str, object]
+) -> tuple[list[tuple], dict[str, float]]:
+    """One round trip per lane, fused in Python as the single statement fuses them in SQL: each
+    lane's rows come sorted by (ordering, evidence_id), so lanes concatenated in priority order are
+    sorted by (priority, ordering, evidence_id). Returns the rows and each lane's milliseconds."""
+    rows: list[tuple] = []
+    lane_ms: dict[str, float] = {}
+    for name, statement in lanes:
+        started = time.perf_counter_ns()
+        rows.extend(run_statement(connection, statement, values))
+        lane_ms[name] = (time.perf_counter_ns() - started) / 1e6
+    return rows, lane_ms
+
+
+def run_benchmark(
+    server_url: str, config: LanegraphConfig, options: BenchOptions, progress: Progress = lambda _: None
+) -> dict:
+    """Benchmark every size in `options.sizes` on the server at `server_url`; return the report.
+
+    The top-level figures are those of the largest size; `sizes` holds every size's report and
+    `scaling` the growth per 10x between consecutive sizes."""
+    reports = [bench_size(server_url, config, chunks, options, progress) for chunks in sorted(set(options.sizes))]
+    report = {**reports[-1], "sizes": reports, "scaling": scaling(reports)}
+    if options.dataset is not None:
+        from pipelines.bench.ingest import measure_ingest
+
+        progress(f"ingest benchmark on {options.dataset}")
+        report["ingest"] = measure_ingest(options.dataset)
+    return report
+
+
+def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: BenchOptions, progress: Progress) -> dict:
+    dimension = config.pipeline.embedding.dimension
+    shape = CorpusShape(chunks, dimension, options.seed)
+    schema = options.schema_prefix + bench_schema(chunks)
+    url = schema_url(server_url, schema)
+    load = recorded_load(url, shape.as_dict()) if options.reuse else None
+    if load is not None and len(stored_queries(url, options.queries)) >= options.queries:
+        progress(f"{chunks} chunks: reusing the corpus in schema {schema}")
+        prepare_database(url, dimension)
+    else:
+        progress(f"{chunks} chunks: generating and loading a synthetic corpus into schema {schema}")
+        url = recreate_schema(server_url, schema, dimension)
+        corpus = SyntheticCorpus(shape)
+        raptor = config.pipeline.raptor
+        load = load_corpus(url, corpus, raptor_max_levels=raptor.max_levels, raptor_root_count=raptor.root_count)
+        store_queries(url, corpus.queries(STORED_QUERIES))
+    questions = stored_queries(url, options.queries)
+    try:
+        statements = BenchStatements.of(config)
+        values = [bind_values(config, question=q.text, query_vector=q.vector) for q in questions]
+        with Database(url, max_size=4) as database:
+            progress(f"{chunks} chunks: timing find, round trips and floor probes on {len(values)} questions")
+            latency = measure_latency(database, statements, values, options)
+            progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
+            server = measure_server_side(database, statements, values[: options.explain_queries])
+            with database.connection() as connection:
+                settings = server_settings(connection)
+    finally:
+        if not (options.keep or options.reuse):
+            drop_schema(server_url, schema)
+    return size_report(chunks, len(questions), load, latency, server, {**settings, "plan": config.plan.model_dump()})
+
+
+@dataclass
+class LatencyResult:
+    samples: dict[str, list[float]]
+    lane_samples: dict[str, list[float]]
+    probes: tuple[str, ...]
+    roundtrips_match_single: bool
+    generic_matches_custom: bool
+
+
+def measure_latency(
+    database: Database, statements: BenchStatements, values: Sequence[Mapping[str, object]], options: BenchOptions
+) -> LatencyResult:
+    """Every variant on every question, interleaved. Like `find` without scopes, everything runs
+    as the owner; `find_confined` is the statement as a caller confined by row-level security."""
+    lane_samples: dict[str, list[float]] = {name: [] for name, _ in statements.lanes}
+    with (
+        database.connection() as main,
+        database.connection() as generic,
+        database.connection() as custom,
+        database.connection([]) as confined,
+    ):
+        planning.set_plan_cache_mode(generic, "force_generic_plan")
+        planning.set_plan_cache_mode(custom, "force_custom_plan")
+
+        def round_trips(query_values: Mapping[str, object]) -> None:
+            _, lane_ms = run_round_trips(main, statements.lanes, query_values)
+            for name, ms in lane_ms.items():
+                lane_samples[name].append(ms)
+
+        variants: dict[str, Callable[[Mapping[str, object]], object]] = {
+            "find": lambda v: run_statement(main, statements.find, v),
+            "roundtrips": round_trips,
+            "find_generic": lambda v: run_statement(generic, statements.find, v),
+            "find_custom": lambda v: run_statement(custom, statements.find, v),
+            "find_confined": lambda v: run_statement(confined, statements.find, v),
+            "empty_round_trip": lambda v: run_statement(main, EMPTY_ROUND_TRIP, {}),
+        }
+        for probe in statements.probes:
+            variants[f"floor_{probe.name}"] = lambda v, p=probe: run_statement(main, p.statement, p.values(v))
+        samples = interleaved(variants, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
+        warmup_calls = min(options.warmup_queries, len(values))
+        lane_samples = {name: ms[warmup_calls:] for name, ms in lane_samples.items()}
+        first = values[0]
+        single_rows = run_statement(main, statements.find, first)
+        roundtrip_rows, _ = run_round_trips(main, statements.lanes, first)
+        generic_rows = run_statement(generic, statements.find, first)
+        custom_rows = run_statement(custom, statements.find, first)
+        for connection in (main, generic, custom):
+            connection.rollback()
+    return LatencyResult(
+        samples, lane_samples, tuple(p.name for p in statements.probes),
+        roundtrips_match_single=roundtrip_rows == single_rows,
+        generic_matches_custom=generic_rows == custom_rows,
+    )
+
+
+@dataclass
+class ServerSideResult:
+    # plan_cache_mode -> one (planning, execution) per question; `roundtrips` sums the lanes'.
+    find: dict[str, list[planning.ServerTiming]]
+    roundtrips: dict[str, list[planning.ServerTiming]]
+    auto_generic_share: float
+    lane_ms: dict[str, list[float]]
+    costliest: list[dict]
+
+
+def measure_server_side(
+    database: Database, statements: BenchStatements, values: Sequence[Mapping[str, object]]
+) -> ServerSideResult:
+    """Planning and execution as the server reports them, per plan cache mode, for the find
+    statement and for the lanes' statements summed; then where the time goes inside find."""
+    find_name = "bench_find"
+    prepared_lanes = [(f"bench_lane_{i}", statement) for i, (_, statement) in enumerate(statements.lanes)]
+    find_timings: dict[str, list[planning.ServerTiming]] = {mode: [] for mode in planning.PLAN_CACHE_MODES}
+    roundtrip_timings: dict[str, list[planning.ServerTiming]] = {mode: [] for mode in planning.PLAN_CACHE_MODES}
+    auto_generic = 0
+    with database.connection() as connection:
+        planning.prepare(connection, find_name, statements.find)
+        for name, statement in prepared_lanes:
+            planning.prepare(connection, name, statement)
+        # Let auto mode see its five custom plans and settle before anything is recorded.
+        for query_values in values[: planning.AUTO_CUSTOM_PLANS_BEFORE_GENERIC + 1]:
+            planning.explain_execute(connection, find_name, statements.find, query_values)
+            for name, statement in prepared_lanes:
+                planning.explain_execute(connection, name, statement, query_values)
+        for step, query_values in enumerate(values):
+            for mode in rotation(planning.PLAN_CACHE_MODES, step):
+                planning.set_plan_cache_mode(connection, mode)
+                generic_before, _ = planning.plans_chosen(connection, find_name)
+                plan = planning.explain_execute(connection, find_name, statements.find, query_values)
+                if mode == "auto":
+                    auto_generic += planning.plans_chosen(connection, find_name)[0] - generic_before
+                find_timings[mode].append(planning.server_timing(plan))
+                per_lane = [
+                    planning.server_timing(planning.explain_execute(connection, name, statement, query_values))
+                    for name, statement in prepared_lanes
+                ]
+                roundtrip_timings[mode].append(
+                    planning.ServerTiming(sum(t.planning_ms for t in per_lane), sum(t.execution_ms for t in per_lane))
+                )
+        planning.set_plan_cache_mode(connection, "auto")
+        lane_ms: dict[str, list[float]] = {name: [] for name, _ in statements.lanes}
+        costliest: list[dict] = []
+        for query_values in values[:LANE_EXPLAIN_QUERIES]:
+            plan = planning.explain_execute(connection, find_name, statements.find, query_values, timing=True)
+            for timing in lane_timings(plan, statements.find):
+                lane_ms[timing.lane].append(timing.milliseconds)
+            costliest = planning.costliest_nodes(plan, list(lane_ms), COSTLIEST_NODES)
+        for name, _ in prepared_lanes:
+            planning.deallocate(connection, name)
+        planning.deallocate(connection, find_name)
+        connection.rollback()
+    return ServerSideResult(
+        find_timings, roundtrip_timings,
+        auto_generic_share=ratio(auto_generic, len(find_timings["auto"])),
+        lane_ms=lane_ms, costliest=costliest,
+    )
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(np.median(values)) if values else math.nan
+
+
+def floor_per_question(samples: Mapping[str, list[float]], probes: Sequence[str]) -> list[float]:
+    """Per question: every probe's latency summed, less one empty round trip per probe but one.
+
+    Each probe pays a client round trip the single statement pays once; what is left is the
+    server-side work of every index access plus one round trip."""
+    empty = samples["empty_round_trip"]
+    floors = []
+    for question, round_trip in enumerate(empty):
+        probe_ms = [samples[f"floor_{name}"][question] for name in probes]
+        floors.append(max(sum(probe_ms) - (len(probe_ms) - 1) * round_trip, max(probe_ms)))
+    return floors
+
+
+def _mode_report(timings: Sequence[planning.ServerTiming]) -> dict[str, float]:
+    return {
+        "planning_p50_ms": _median([t.planning_ms for t in timings]),
+        "execution_p50_ms": _median([t.execution_ms for t in timings]),
+        "planning_share": _median([ratio(t.planning_ms, t.execution_ms) for t in timings]),
+    }
+
+
+def size_report(
+    chunks: int, questions: int, load: LoadResult, latency: LatencyResult, server: ServerSideResult, environment: dict
+) -> dict:
+    summaries = {name: Summary.of(samples) for name, samples in latency.samples.items()}
+    find = summaries["find"]
+    roundtrips = summaries["roundtrips"]
+    floor = Summary.of(floor_per_question(latency.samples, latency.probes))
+    empty = summaries["empty_round_trip"]
+    lane_server = {lane: _median(ms) for lane, ms in server.lane_ms.items()}
+    hnsw_builds = [build for build in load.index_builds if build.method == "hnsw"]
+    return {
+        "chunks": chunks,
+        "questions": questions,
+        "find_p50_ms": find.p50_ms,
+        "find_p95_ms": find.p95_ms,
+        "floor_p50_ms": floor.p50_ms,
+        "floor_p95_ms": floor.p95_ms,
+        "find_vs_floor": ratio(find.p50_ms, floor.p50_ms),
+        "find_p95_vs_floor": ratio(find.p95_ms, floor.p95_ms),
+        "roundtrips_p50_ms": roundtrips.p50_ms,
+        "roundtrips_p95_ms": roundtrips.p95_ms,
+        "single_vs_roundtrips": ratio(find.p50_ms, roundtrips.p50_ms),
+        "single_vs_roundtrips_p95": ratio(find.p95_ms, roundtrips.p95_ms),
+        "planning_share": _mode_report(server.find["auto"])["planning_share"],
+        "generic_p50_ms": summaries["find_generic"].p50_ms,
+        "custom_p50_ms": summaries["find_custom"].p50_ms,
+        "generic_vs_custom": ratio(summaries["find_generic"].p50_ms, summaries["find_custom"].p50_ms),
+        "confined_p50_ms": summaries["find_confined"].p50_ms,
+        "confined_vs_owner": ratio(summaries["find_confined"].p50_ms, find.p50_ms),
+        "empty_round_trip_p50_ms": empty.p50_ms,
+        "floor": {
+            name: {
+                "p50_ms": summaries[f"floor_{name}"].p50_ms,
+                "server_p50_ms": max(summaries[f"floor_{name}"].p50_ms - empty.p50_ms, 0.0),
+            }
+            for name in latency.probes
+        },
+        "lanes": {
+            lane: {
+                "roundtrip_p50_ms": Summary.of(ms).p50_ms,
+                "in_statement_ms": lane_server.get(lane, math.nan),
+            }
+            for lane, ms in latency.lane_samples.items()
+        },
+        "costliest_nodes": server.costliest,
+        "planning": {
+            "find": {mode: _mode_report(timings) for mode, timings in server.find.items()},
+            "roundtrips": {mode: _mode_report(timings) for mode, timings in server.roundtrips.items()},
+            "auto_generic_share": server.auto_generic_share,
+        },
+        "checks": {
+            "roundtrips_match_single": latency.roundtrips_match_single,
+            "generic_matches_custom": latency.generic_matches_custom,
+        },
+        "latency": {name: summary.as_dict() for name, summary in summaries.items()},
+        "corpus": {"shape": load.shape, "rows": load.table_rows, "load_seconds": load.load_seconds},
+        "index_build_seconds": {build.name: build.seconds for build in load.index_builds},
+        "hnsw_build_seconds": sum(build.seconds for build in hnsw_builds),
+        "index_build_total_seconds": sum(build.seconds for build in load.index_builds),
+        "environment": environment,
+    }
+
+
+def scaling(reports: Sequence[dict]) -> list[dict]:
+    """Growth per 10x corpus between consecutive sizes, for latency and for index build time."""
+    steps = []
+    for smaller, larger in zip(reports, reports[1:], strict=False):
+        def growth(key: str, smaller=smaller, larger=larger) -> float:
+            return growth_per_decade(smaller["chunks"], smaller[key], larger["chunks"], larger[key])
+
+        steps.append({
+            "from_chunks": smaller["chunks"],
+            "to_chunks": larger["chunks"],
+            "find_p50_growth_per_10x": growth("find_p50_ms"),
+            "find_p95_growth_per_10x": growth("find_p95_ms"),
+            "floor_p50_growth_per_10x": growth("floor_p50_ms"),
+            "roundtrips_p50_growth_per_10x": growth("roundtrips_p50_ms"),
+            "hnsw_build_growth_per_10x": growth("hnsw_build_seconds"),
+        })
+    return steps
+
+
+def server_settings(connection: psycopg.Connection) -> dict[str, object]:
+    """The settings latency depends on, as find (run as the owner) sees them."""
+    # pgvector's settings exist only once the library is loaded in this session.
+    connection.execute("SELECT '[1]'::vector")
+    settings: dict[str, object] = {
+        name: connection.execute("SELECT current_setting(%s, true)", (name,)).fetchone()[0]
+        for name in SERVER_SETTINGS
+    }
+    vector = connection.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    settings["pgvector"] = vector[0] if vector else None
+    settings["cpu_count"] = os.cpu_count()
+    return settings

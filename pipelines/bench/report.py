@@ -1,0 +1,83 @@
+"""The benchmark report: strict JSON on disk and a short table for the terminal."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+# The targets the issue sets, shown beside the measured figures.
+TARGETS = {
+    "find_vs_floor": ("≤ 2× at 100k chunks", 2.0),
+    "single_vs_roundtrips": ("≤ 0.7×", 0.7),
+    "planning_share": ("< 5 %", 0.05),
+    "find_p50_growth_per_10x": ("< 2× from 100k to 1M", 2.0),
+}
+
+
+def finite(value: object) -> object:
+    """`value` with every NaN or infinity replaced by None: JSON has no spelling for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def write_json(report: Mapping, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(finite(report), indent=2, allow_nan=False, default=str) + "\n")
+
+
+def _ms(value: object) -> str:
+    return "n/a" if not isinstance(value, (int, float)) or not math.isfinite(value) else f"{value:.2f}"
+
+
+def _x(value: object) -> str:
+    return "n/a" if not isinstance(value, (int, float)) or not math.isfinite(value) else f"{value:.2f}×"
+
+
+def _verdict(key: str, value: object) -> str:
+    target, limit = TARGETS[key]
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"(target {target})"
+    return f"(target {target}: {'met' if value <= limit else 'missed'})"
+
+
+def render_table(report: Mapping) -> str:
+    """A screenful: the headline ratios of the largest size, lanes, probes, scaling."""
+    lines = [
+        f"lanegraph bench: {report['chunks']:,} chunks, {report['questions']} questions "
+        "(client-side ms, p50 / p95)",
+        f"  find, one statement          {_ms(report['find_p50_ms']):>9} / {_ms(report['find_p95_ms'])}",
+        f"  floor, index probes summed   {_ms(report['floor_p50_ms']):>9} / {_ms(report['floor_p95_ms'])}"
+        f"   find/floor {_x(report['find_vs_floor'])} {_verdict('find_vs_floor', report['find_vs_floor'])}",
+        f"  per-lane round trips         {_ms(report['roundtrips_p50_ms']):>9} / {_ms(report['roundtrips_p95_ms'])}"
+        f"   single/round trips {_x(report['single_vs_roundtrips'])} "
+        f"{_verdict('single_vs_roundtrips', report['single_vs_roundtrips'])}",
+        f"  generic / custom plan        {_ms(report['generic_p50_ms']):>9} / {_ms(report['custom_p50_ms'])}"
+        f"   generic/custom {_x(report['generic_vs_custom'])}",
+        f"  planning / execution, prepared {report['planning_share'] * 100:7.2f} % "
+        f"{_verdict('planning_share', report['planning_share'])}",
+        "",
+        "  lane              round trip p50   inside the statement",
+    ]
+    for lane, figures in report["lanes"].items():
+        lines.append(f"  {lane:<17} {_ms(figures['roundtrip_p50_ms']):>14}   {_ms(figures['in_statement_ms']):>20}")
+    lines += ["", "  floor probe       p50   server work"]
+    for probe, figures in report["floor"].items():
+        lines.append(f"  {probe:<15} {_ms(figures['p50_ms']):>7}   {_ms(figures['server_p50_ms']):>11}")
+    lines += ["", f"  index builds: HNSW {report['hnsw_build_seconds']:.1f} s, all {report['index_build_total_seconds']:.1f} s"]
+    for step in report.get("scaling", []):
+        growth = step["find_p50_growth_per_10x"]
+        lines.append(
+            f"  {step['from_chunks']:,} → {step['to_chunks']:,} chunks, growth per 10×: find p50 {_x(growth)} "
+            f"{_verdict('find_p50_growth_per_10x', growth)}, floor {_x(step['floor_p50_growth_per_10x'])}, "
+            f"HNSW build {_x(step['hnsw_build_growth_per_10x'])}"
+        )
+    if "ingest" in report:
+        lines += ["", "  ingest: see the JSON report's `ingest` section"]
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""`lanegraph bench`: find against its floor and against per-lane round trips, at one or more sizes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pipelines.bench.harness import DEFAULT_CHUNKS, DEFAULT_QUERIES, STORED_QUERIES, BenchOptions, run_benchmark
+from pipelines.bench.loader import BENCH_DATABASE
+from pipelines.bench.report import render_table, write_json
+from pipelines.config import data_dir, load_config
+from pipelines.resources.database import resolve_database_url
+from pipelines.resources.errors import InputError
+
+_SUFFIXES = {"k": 1_000, "m": 1_000_000}
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """`2000`, `10k`, `100k,1M`: chunk counts, comma-separated, with k and M suffixes."""
+    sizes = []
+    for part in (p.strip().lower() for p in text.split(",")):
+        multiplier = _SUFFIXES.get(part[-1:], 1)
+        digits = part[:-1] if part[-1:] in _SUFFIXES else part
+        if not digits.isdigit() or int(digits) * multiplier < 8:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a corpus size (e.g. 2000, 10k, 1M; at least 8)")
+        sizes.append(int(digits) * multiplier)
+    return tuple(sizes)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "bench",
+        help="time find against its index floor and per-lane round trips on synthetic corpora",
+        description="Synthetic corpora are bulk-loaded into their own schema per size (database "
+        f"{BENCH_DATABASE} on the embedded server, or DATABASE_URL's database), bypassing the write side.",
+    )
+    parser.add_argument("--chunks", type=parse_sizes, action="append", metavar="N[,N...]",
+                        help=f"corpus size(s) in chunks, e.g. 10k,100k (default {DEFAULT_CHUNKS}); repeatable")
+    parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="Q",
+                        help=f"questions per size (default {DEFAULT_QUERIES}, at most {STORED_QUERIES})")
+    parser.add_argument("--rounds", type=int, default=1, metavar="R", help="timed passes over the questions")
+    parser.add_argument("--json", type=Path, metavar="OUT",
+                        help="where to write the JSON report (default <data dir>/bench/report.json)")
+    parser.add_argument("--dataset", type=Path, metavar="PATH",
+                        help="also measure ingest throughput per asset on this corpus (e.g. musique.json)")
+    parser.add_argument("--keep", action="store_true", help="keep each size's corpus schema after the run")
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse a kept corpus of the same size and seed instead of regenerating it")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus and questions")
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    sizes = tuple(size for group in (arguments.chunks or [(DEFAULT_CHUNKS,)]) for size in group)
+    if arguments.dataset is not None and not arguments.dataset.is_file():
+        raise InputError(f"--dataset {arguments.dataset}: no such file")
+    try:
+        options = BenchOptions(
+            sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
+            keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
+        )
+    except ValueError as error:
+        raise InputError(f"lanegraph bench: {error}") from None
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    report = run_benchmark(resolve_database_url(BENCH_DATABASE), load_config(), options, progress)
+    output = arguments.json or data_dir() / "bench" / "report.json"
+    write_json(report, output)
+    print(render_table(report))
+    print(f"\nJSON report: {output}")
+    return 0

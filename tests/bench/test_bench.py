@@ -1,0 +1,62 @@
+"""`lanegraph bench` at a tiny size: it runs against the test server and writes a well-formed report.
+
+Nothing here asserts a latency: timings depend on the machine. Only the report's shape is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pipelines.bench.harness import BenchOptions, run_benchmark
+from pipelines.bench.report import render_table, write_json
+from pipelines.cli import main
+from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.resources.database import connect
+
+POSITIVE_KEYS = (
+    "find_p50_ms", "find_p95_ms", "floor_p50_ms", "floor_p95_ms", "find_vs_floor", "roundtrips_p50_ms",
+    "roundtrips_p95_ms", "single_vs_roundtrips", "generic_p50_ms", "custom_p50_ms", "confined_p50_ms",
+    "hnsw_build_seconds",
+)
+LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "communities", "overview")
+
+
+def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: Path) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    options = BenchOptions(sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix)
+    report = run_benchmark(server_url, load_config(PROJECT_ROOT / "lanes.yaml"), options)
+    output = tmp_path / "report.json"
+    write_json(report, output)
+    written = json.loads(output.read_text())
+
+    assert written["chunks"] == 200 and written["questions"] == 5
+    for key in POSITIVE_KEYS:
+        assert isinstance(written[key], (int, float)) and math.isfinite(written[key]) and written[key] > 0, key
+    assert 0 <= written["planning_share"] < math.inf
+    assert set(written["lanes"]) == set(LANES)
+    assert {"dense_chunk", "dense_fact", "dense_entity", "bm25", "profile", "communities", "raptor",
+            "working_memory"} <= set(written["floor"])
+    assert all(probe["p50_ms"] > 0 for probe in written["floor"].values())
+    assert written["checks"] == {"roundtrips_match_single": True, "generic_matches_custom": True}
+    assert set(written["planning"]["find"]) == {"auto", "force_generic_plan", "force_custom_plan"}
+    assert [size["chunks"] for size in written["sizes"]] == [120, 200]
+    assert written["scaling"][0]["from_chunks"] == 120 and written["scaling"][0]["find_p50_growth_per_10x"] > 0
+    assert "chunk_embedding_hnsw" in written["index_build_seconds"]
+    assert "find, one statement" in render_table(written)
+    with connect(server_url, autocommit=True) as connection:
+        left = connection.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
+        ).fetchone()[0]
+    assert left == 0, "the benchmark drops its corpus schemas unless asked to keep them"
+
+
+def test_a_size_below_the_minimum_is_one_line_and_exit_status_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--chunks", "5"])
+    assert exit_.value.code == 2
+    assert "is not a corpus size" in capsys.readouterr().err
