@@ -7,33 +7,31 @@
 --   idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))          (Lucene's variant: never negative)
 --   score(c, q) = sum over t in q of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
 -- N and avglen come from bm25_corpus, df from bm25_term; the write side keeps both in step with the
--- postings.
-WITH query_term AS (
-    SELECT lexeme.term
-    FROM unnest(to_tsvector('english', CAST(:query_text AS text))) AS lexeme(term, positions, weights)
-),
-matched AS (
+-- postings. The idf is computed once per query term (MATERIALIZED), not once per posting.
+WITH query_term AS MATERIALIZED (
     SELECT
-        bm25_posting.chunk_id,
-        bm25_posting.term_frequency,
-        bm25_term.document_frequency
-    FROM query_term
-    JOIN bm25_term ON bm25_term.term = query_term.term
-    JOIN bm25_posting ON bm25_posting.term = query_term.term
+        bm25_term.term,
+        ln(
+            1 + (CAST(bm25_corpus.chunk_count AS double precision) - bm25_term.document_frequency + 0.5)
+            / (bm25_term.document_frequency + 0.5)
+        ) AS idf
+    FROM unnest(to_tsvector('english', CAST(:query_text AS text))) AS lexeme(term, positions, weights)
+    JOIN bm25_term ON bm25_term.term = lexeme.term
+    CROSS JOIN bm25_corpus
 )
 SELECT
-    matched.chunk_id,
+    bm25_posting.chunk_id,
     sum(
-        ln(1 + (bm25_corpus.chunk_count - matched.document_frequency + 0.5) / (matched.document_frequency + 0.5))
-        * matched.term_frequency * (:bm25_k1 + 1)
+        query_term.idf * bm25_posting.term_frequency * (:bm25_k1 + 1)
         / (
-            matched.term_frequency
+            bm25_posting.term_frequency
             + :bm25_k1 * (1 - :bm25_b + :bm25_b * bm25_chunk_length.length / bm25_corpus.average_length)
         )
     ) AS score
-FROM matched
-JOIN bm25_chunk_length ON bm25_chunk_length.chunk_id = matched.chunk_id
+FROM query_term
+JOIN bm25_posting ON bm25_posting.term = query_term.term
+JOIN bm25_chunk_length ON bm25_chunk_length.chunk_id = bm25_posting.chunk_id
 CROSS JOIN bm25_corpus
-GROUP BY matched.chunk_id
-ORDER BY score DESC, matched.chunk_id
+GROUP BY bm25_posting.chunk_id
+ORDER BY score DESC, bm25_posting.chunk_id
 LIMIT CAST(:bm25_limit AS bigint)
