@@ -4,10 +4,14 @@
 2. binds only and 3. schema checked: enforced while compiling (a violation raises TemplateError
    naming the lane, file and line), so a statement that exists has both;
 4. reaches the indexes: `EXPLAIN (GENERIC_PLAN)` shows an HNSW index for every dense ranking and
-   the BM25 posting index, and no sequential scan outside SEQ_SCAN_ALLOWED. The check runs with
-   `enable_seqscan = off`: in a small database a sequential scan is honestly cheaper and the planner
-   would pick it, so the check asks whether every access *can* be index-driven, which is what
-   matters once the tables grow (with enough rows the planner takes the same indexes unprompted);
+   the BM25 posting index (bm25_posting_pkey, by term), and no sequential scan outside
+   SEQ_SCAN_ALLOWED. The check runs with `enable_seqscan = off`: in a small database a sequential
+   scan is honestly cheaper and the planner would pick it, so the check asks whether every access
+   *can* be index-driven. Measured on 20k chunks and facts, 5k entities (ANALYZEd, no setting
+   changed) the generic plan takes the HNSW indexes of chunk, fact and entity and the posting
+   primary key unprompted; tables of 2k rows or fewer are still scanned and sorted, which is
+   cheaper at that size. The posting index needs postings in proportion: with a handful of rows
+   the planner drives BM25 from the chunk side, so check after loading a corpus;
 5. prepared once: one server-side prepared statement serves a run of different questions (and
    different k, which psycopg would otherwise send as int2, int4 or int8 by size);
 6. generic equals custom: every question returns the same rows under force_generic_plan as under
@@ -32,6 +36,9 @@ from pipelines.read.schema import load_catalog
 from pipelines.resources.database import Database, connect
 from pipelines.resources.embedder import Embedder
 
+# Below this many postings the planner drives the BM25 join from the chunk side (right for a toy
+# corpus), so the posting index check says why it failed.
+SMALL_CORPUS_POSTINGS = 1000
 # Tables a sequential scan is fine for, and why.
 SEQ_SCAN_ALLOWED: dict[str, str] = {"bm25_corpus": "a single row of corpus statistics"}
 
@@ -93,7 +100,7 @@ def check_cacheability(
         vectors = embedder.embed(list(questions))
         with _dedicated_connection(database) as connection:
             plan = generic_plan(connection, statement)
-            results.append(reaches_indexes(plan, statement))
+            results.append(reaches_indexes(plan, statement, postings=_posting_count(connection)))
             results.append(prepared_once(connection, config, statement, questions, vectors))
             results.append(generic_equals_custom(connection, config, statement, questions, vectors))
     return CacheabilityReport(statement, tuple(results), plan)
@@ -139,7 +146,13 @@ def plan_nodes(node: dict) -> Iterator[dict]:
         yield from plan_nodes(child)
 
 
-def reaches_indexes(plan: dict, statement: CompiledStatement) -> PropertyResult:
+def _posting_count(connection: psycopg.Connection) -> int:
+    return connection.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM bm25_posting LIMIT %s) AS sample", (SMALL_CORPUS_POSTINGS,)
+    ).fetchone()[0]
+
+
+def reaches_indexes(plan: dict, statement: CompiledStatement, postings: int | None = None) -> PropertyResult:
     nodes = list(plan_nodes(plan["Plan"]))
     used = {node.get("Index Name") for node in nodes if node.get("Index Name")}
     catalog = load_catalog()
@@ -160,6 +173,11 @@ def reaches_indexes(plan: dict, statement: CompiledStatement) -> PropertyResult:
         problems = []
         if missing:
             problems.append(f"no index scan for {', '.join(missing)}")
+            if postings is not None and postings < SMALL_CORPUS_POSTINGS and statement.lexical_tables:
+                problems.append(
+                    f"bm25_posting holds {postings} rows, so few that the planner rightly reads it "
+                    "from the chunk side; check again once a corpus is loaded"
+                )
         if scanned:
             problems.append(f"sequential scan of {', '.join(scanned)}")
         return PropertyResult("reaches the indexes", False, "; ".join(problems))

@@ -13,7 +13,7 @@ never on a setting's value: a value is always a bind whose name is the setting's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, reduce
 from pathlib import Path
@@ -249,7 +249,10 @@ def compile_template(
     return _finish(template.tree, declared, catalog, (), (path,), where=template.location(None))
 
 
-def _declared_types(shape: Shape):  # type: ignore[no-untyped-def]
+DeclaredTypes = Callable[[str], str | None]
+
+
+def _declared_types(shape: Shape) -> DeclaredTypes:
     query_types = query_bind_types(shape.dimension)
 
     def declared(name: str) -> str | None:
@@ -263,7 +266,7 @@ def _declared_types(shape: Shape):  # type: ignore[no-untyped-def]
 
 def _finish(
     tree: exp.Expr,
-    declared,  # type: ignore[no-untyped-def]
+    declared: DeclaredTypes,
     catalog: Catalog,
     lanes: tuple[CompiledLane, ...],
     templates: tuple[Path, ...],
@@ -322,7 +325,7 @@ class _Composed:
 class _LaneComposer:
     """Turns one lane's parts into CTEs, checking each template on the way."""
 
-    def __init__(self, lane: LaneShape, catalog: Catalog, declared) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, lane: LaneShape, catalog: Catalog, declared: DeclaredTypes) -> None:
         self.lane = lane
         self.catalog = catalog
         self.declared = declared

@@ -160,12 +160,12 @@ def _bare_constant(operand: exp.Expr) -> exp.Expr | None:
 
 
 def check_columns(
-    template: Template, catalog: Catalog, inputs: Mapping[str, tuple[str, ...]] = {}
+    template: Template, catalog: Catalog, inputs: Mapping[str, tuple[str, ...]] | None = None
 ) -> tuple[str, ...]:
     """Resolve every table and column; return the template's output columns.
 
     `inputs` are tables the lane provides (its other parts), by the name the template uses."""
-    relations = {**catalog.columns, **inputs}
+    relations = {**catalog.columns, **(inputs or {})}
     for scope in traverse_scope(template.tree):
         _check_scope(template, scope, relations)
     return _output_columns(template, template.tree, relations)
@@ -285,6 +285,8 @@ def _scope_columns(template: Template, scope: Scope, relations: Mapping[str, tup
         renamed = _alias_columns(cte)
         if renamed:
             return renamed
+    while isinstance(expression, (exp.Lateral, exp.Subquery)) and isinstance(expression.this, exp.Query | exp.Subquery):
+        expression = expression.this
     if isinstance(expression, (exp.Unnest, exp.UDTF)):
         alias = expression.args.get("alias")
         if isinstance(alias, exp.TableAlias):

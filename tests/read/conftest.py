@@ -73,4 +73,8 @@ def plant_world(database: Database) -> Database:
             # working memory: one unpromoted item, and a promoted one that must not come back.
             plant.session_item("wm-open", "The user prefers metric units and ISO 8601 dates in every answer.")
             plant.session_item("wm-promoted", "The user prefers imperial units in every answer.", promoted_at=now - timedelta(hours=1))
+
+            # BM25 statistics in the proportions of a real corpus, so the planner reads postings by
+            # term (as it does at scale) rather than from the chunk side (right for two chunks).
+            plant.filler_postings(chunks=200, terms=500, postings=3000)
     return database

@@ -123,6 +123,33 @@ class Planter:
         )
         return id
 
+    def filler_postings(self, *, chunks: int, terms: int, postings: int) -> None:
+        """Unembedded filler chunks with BM25 postings of made-up terms no question contains."""
+        self.document("filler", "Filler")
+        self.connection.execute(
+            "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash)"
+            " SELECT 'filler#' || g, 'filler', g, 'filler', 1, 'filler' FROM generate_series(1, %s) g",
+            (chunks,),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_posting (term, chunk_id, term_frequency)"
+            " SELECT DISTINCT 'zzfiller' || (g %% %s), 'filler#' || (g %% %s + 1), 1 FROM generate_series(1, %s) g",
+            (terms, chunks, postings),
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_chunk_length (chunk_id, length) SELECT chunk_id, count(*) FROM bm25_posting"
+            " WHERE chunk_id LIKE 'filler#%%' GROUP BY chunk_id"
+        )
+        self.connection.execute(
+            "INSERT INTO bm25_term (term, document_frequency) SELECT term, count(*) FROM bm25_posting"
+            " WHERE term LIKE 'zzfiller%%' GROUP BY term"
+        )
+        self.connection.execute(
+            "UPDATE bm25_corpus SET chunk_count = (SELECT count(*) FROM bm25_chunk_length),"
+            " average_length = (SELECT avg(length) FROM bm25_chunk_length)"
+        )
+        self.connection.execute("ANALYZE")
+
     def entity_kind(self, name: str, description: str) -> str:
         self.connection.execute(
             "INSERT INTO entity_kind (name, description, embedding) VALUES (%s, %s, %s)"

@@ -10,13 +10,23 @@ WITH mass_window AS (
     LIMIT :graph_mass_window
 ),
 touching AS (
-    SELECT live_fact.id AS fact_id, live_fact.subject_id, live_fact.object_id
+    SELECT as_subject.fact_id, as_subject.subject_id, as_subject.object_id
     FROM mass_window
-    JOIN live_fact ON live_fact.subject_id = mass_window.entity_id
+    CROSS JOIN LATERAL (
+        SELECT live_fact.id AS fact_id, live_fact.subject_id, live_fact.object_id
+        FROM live_fact
+        WHERE live_fact.subject_id = mass_window.entity_id
+        OFFSET 0  -- @constant: keeps the probe from being flattened into a join over every fact
+    ) AS as_subject
     UNION
-    SELECT live_fact.id, live_fact.subject_id, live_fact.object_id
+    SELECT as_object.fact_id, as_object.subject_id, as_object.object_id
     FROM mass_window
-    JOIN live_fact ON live_fact.object_id = mass_window.entity_id
+    CROSS JOIN LATERAL (
+        SELECT live_fact.id AS fact_id, live_fact.subject_id, live_fact.object_id
+        FROM live_fact
+        WHERE live_fact.object_id = mass_window.entity_id
+        OFFSET 0  -- @constant: keeps the probe from being flattened into a join over every fact
+    ) AS as_object
 ),
 scored AS (
     SELECT
