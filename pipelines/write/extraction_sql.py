@@ -224,14 +224,6 @@ SELECT lanegraph_next_fact_id(split_part(f.id, '.', 1)), f.subject_id, f.predica
 FROM fact f JOIN unnest(%(ids)s::text[], %(ends)s::timestamptz[]) AS e(id, valid_to) ON e.id = f.id
 """
 
-# Without partitions every document is extracted again (unchanged ones are no-ops), and so is
-# every retracted document that still has believed facts, so they close.
-DOCUMENTS_TO_EXTRACT = """
-SELECT id FROM document WHERE retracted_at IS NULL
-UNION
-SELECT DISTINCT document_id FROM fact WHERE recorded_to IS NULL AND document_id IS NOT NULL
-ORDER BY 1
-"""
 LIVE_FACT_COUNT = "SELECT count(*) FROM live_fact"
 FACT_PREVIEW = """
 SELECT s.name, f.predicate, coalesce(o.name, f.object_value), f.valid_from::date, f.statement
