@@ -2,9 +2,10 @@
 
 Postings are written per chunk; document frequencies change by the number of postings added or
 removed per term, applied under one advisory lock together with the corpus totals, so concurrent
-partitions neither deadlock nor leave N and the average length behind. Any code that deletes or
-rewrites chunks calls `forget_chunks` first in the same transaction (a cascade would drop postings
-without correcting the frequencies).
+partitions never leave N and the average length behind. That lock is the last one a transaction
+takes, so it closes no lock cycle. Code that deletes or rewrites chunks calls `forget_chunks` before
+(a cascade would drop postings without correcting the frequencies) and `apply_statistics` with its
+result as the last statement of the same transaction.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import psycopg
 
 from pipelines.resources.database import Database
 from pipelines.write import bm25_sql as q
-from pipelines.write.document_sql import PARTITION_CHUNK_COUNT
+from pipelines.write.document_sql import CHUNK_TEXTS, PARTITION_CHUNK_COUNT
 from pipelines.write.batches import BatchWriter
 from pipelines.write.chunking import indexed_text
 from pipelines.write.progress import Log, step_progress
@@ -31,7 +32,7 @@ def index_partitions(
     """Index every chunk of the partitions' documents that has no postings yet."""
     report = StepReport(unit="chunks", preview_columns=("chunk", "length", "terms"))
     with database.connection() as connection:
-        chunks = connection.execute(q.UNINDEXED_CHUNKS, {"keys": list(keys)}).fetchall()
+        chunks = [chunk_id for (chunk_id,) in connection.execute(q.UNINDEXED_CHUNKS, {"keys": list(keys)})]
         in_partitions = connection.execute(PARTITION_CHUNK_COUNT, {"keys": list(keys)}).fetchone()[0]
     writer = BatchWriter(
         database,
@@ -41,16 +42,17 @@ def index_partitions(
         describe=lambda chunk: f"chunk {chunk[0]}",
         on_flush=step_progress(STEP, len(chunks), "chunks", log),
     )
-    for chunk_id, title, text in chunks:
-        writer.add((chunk_id, indexed_text(title, text)))
+    for start in range(0, len(chunks), batch_size):
+        with database.connection() as connection:
+            texts = connection.execute(CHUNK_TEXTS, {"ids": chunks[start : start + batch_size]}).fetchall()
+        for chunk_id, title, text in texts:
+            writer.add((chunk_id, indexed_text(title, text)))
     writer.flush()
     report.processed = len(chunks)
     report.unchanged = in_partitions - len(chunks)
     with database.connection() as connection:
         report.rows = connection.execute(q.INDEXED_COUNT).fetchone()[0]
-        report.preview_rows = connection.execute(
-            q.INDEX_PREVIEW, {"chunk_ids": [chunk[0] for chunk in chunks[:5]]}
-        ).fetchall()
+        report.preview_rows = connection.execute(q.INDEX_PREVIEW, {"chunk_ids": chunks[:5]}).fetchall()
     return report.finish()
 
 
@@ -67,12 +69,12 @@ def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str
     return Counter(inserted=len(chunks))
 
 
-def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> None:
-    """Take chunks out of the BM25 statistics, inside the caller's transaction."""
+def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> list[tuple[str, int]]:
+    """Remove chunks' postings and lengths; returns the document-frequency changes, which the caller
+    passes to `apply_statistics` at the end of the same transaction."""
     if not chunk_ids:
-        return
-    changes = connection.execute(q.FORGET_CHUNKS, {"chunk_ids": list(chunk_ids)}).fetchall()
-    apply_statistics(connection, changes)
+        return []
+    return connection.execute(q.FORGET_CHUNKS, {"chunk_ids": list(chunk_ids)}).fetchall()
 
 
 def apply_statistics(connection: psycopg.Connection, changes: Iterable[tuple[str, int]]) -> None:

@@ -17,7 +17,7 @@ import psycopg
 from pipelines.resources.database import Database
 from pipelines.write import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.bm25 import forget_chunks
+from pipelines.write.bm25 import apply_statistics, forget_chunks
 from pipelines.write.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
@@ -124,7 +124,8 @@ def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunk
     updates = [row for plan in plans for row in plan.updates]
     deletes = [chunk for plan in plans for chunk in plan.deletes]
     # Rewritten and removed chunks leave BM25 first; the bm25_index step indexes the new text.
-    forget_chunks(connection, [row["id"] for row in updates] + deletes)
+    forgotten = [row["id"] for row in updates] + deletes
+    changes = forget_chunks(connection, forgotten)
     cursor = connection.cursor()
     if deletes:
         cursor.execute(q.DELETE_CHUNKS, {"ids": deletes})
@@ -135,6 +136,8 @@ def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunk
     cursor.executemany(
         q.MARK_DOCUMENT_CHUNKED, [{"id": plan.document_id, "fingerprint": plan.fingerprint} for plan in plans]
     )
+    if forgotten:
+        apply_statistics(connection, changes)
     return Counter(
         inserted=len(inserts),
         updated=len(updates),

@@ -163,11 +163,21 @@ ORDER BY document_id, position
 LIMIT 5
 """
 
+# What the embedding model and BM25 read for a chunk: its document's title and its text, fetched a
+# batch at a time so a large partition is never held in memory whole.
+CHUNK_TEXTS = """
+SELECT chunk.id, document.title, chunk.text
+FROM chunk
+JOIN document ON document.id = chunk.document_id
+WHERE chunk.id = ANY(%(ids)s)
+ORDER BY chunk.id
+"""
+
 # --- chunk embeddings ---------------------------------------------------------------------------
 
 # Chunks of the partitions whose embedding is missing, from another model, or of older text.
 STALE_EMBEDDINGS = """
-SELECT chunk.id, document.title, chunk.text, chunk.content_hash, chunk.embedding IS NULL AS missing
+SELECT chunk.id, chunk.content_hash, chunk.embedding IS NULL AS missing
 FROM chunk
 JOIN document ON document.id = chunk.document_id
 WHERE document.source_key = ANY(%(keys)s)

@@ -18,7 +18,7 @@ import psycopg
 from pipelines.resources.database import Database
 from pipelines.write import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.bm25 import forget_chunks
+from pipelines.write.bm25 import apply_statistics, forget_chunks
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 from pipelines.write.sources import SourceDocument, SourceFile, read_source
@@ -157,12 +157,14 @@ def _document_row(item: _Upsert) -> dict[str, object]:
 
 def retract_documents(connection: psycopg.Connection, document_ids: Sequence[str]) -> None:
     """Retract documents in the caller's transaction: facts closed, chunks (and their BM25
-    statistics) removed, the document row kept with `retracted_at` for the record."""
+    statistics) removed, the document row kept with `retracted_at` for the record. Call it last in
+    the transaction: it ends with the BM25 statistics lock."""
     if not document_ids:
         return
     ids = list(document_ids)
     connection.execute(q.CLOSE_DOCUMENT_FACTS, {"ids": ids})
     chunk_ids = [chunk_id for (chunk_id,) in connection.execute(q.DOCUMENT_CHUNK_IDS, {"ids": ids})]
-    forget_chunks(connection, chunk_ids)
+    changes = forget_chunks(connection, chunk_ids)
     connection.execute(q.DELETE_DOCUMENT_CHUNKS, {"ids": ids})
     connection.execute(q.RETRACT_DOCUMENTS, {"ids": ids})
+    apply_statistics(connection, changes)

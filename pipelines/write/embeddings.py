@@ -57,16 +57,22 @@ def materialize_embeddings(
     )
     model_seconds = 0.0
     for start in range(0, len(stale), batch_size):
-        group = stale[start : start + batch_size]
+        group = {
+            chunk_id: (content_hash, missing)
+            for chunk_id, content_hash, missing in stale[start : start + batch_size]
+        }
+        with database.connection() as connection:
+            texts = connection.execute(q.CHUNK_TEXTS, {"ids": list(group)}).fetchall()
         started = time.perf_counter()
-        vectors = embedder.embed([indexed_text(title, text) for _, title, text, _, _ in group])
+        vectors = embedder.embed([indexed_text(title, text) for _, title, text in texts])
         model_seconds += time.perf_counter() - started
-        if vectors.shape != (len(group), embedder.dimension):
+        if vectors.shape != (len(texts), embedder.dimension):
             raise EmbeddingError(
-                f"{embedder.model_id} returned vectors of shape {vectors.shape} for {len(group)} "
+                f"{embedder.model_id} returned vectors of shape {vectors.shape} for {len(texts)} "
                 f"chunks; pipeline.embedding.dimension is {embedder.dimension}"
             )
-        for (chunk_id, _, _, content_hash, missing), vector in zip(group, vectors, strict=True):
+        for (chunk_id, _, _), vector in zip(texts, vectors, strict=True):
+            content_hash, missing = group[chunk_id]
             writer.add(_Embedded(chunk_id, content_hash, missing, vector, embedder.model_id))
     writer.flush()
     report.unchanged = in_partitions - len(stale)
