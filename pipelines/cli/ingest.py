@@ -1,0 +1,91 @@
+"""`lanegraph ingest PATH [--json] [--no-graph]`: register a folder or JSONL file and materialize
+everything its new, changed and removed files affect, then the graph-wide assets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipelines.write.progress import listening
+from pipelines.write.runner import PLAIN_COUNTS, WriteReport
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "ingest", help="add a folder (markdown, text, JSONL) or a JSONL file and build everything it affects"
+    )
+    parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
+    parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    quiet_dagster()
+    from pipelines.write.runner import ingest
+
+    with progress_on_stderr():
+        report = ingest(arguments.path, refresh_graph=not arguments.no_graph)
+    if not report.partitions and report.registration is not None:
+        sources = len(report.registration.keys)
+        print(f"{arguments.path}: {sources} source file(s), nothing new to materialize", file=sys.stderr)
+    return print_report(report, as_json=arguments.json)
+
+
+def quiet_dagster() -> None:
+    """Dagster flags beta parameters (backfill_policy) on every import; users cannot act on it."""
+    warnings.filterwarnings("ignore", module="dagster")
+
+
+@contextmanager
+def progress_on_stderr(min_interval_seconds: float = 0.5) -> Iterator[None]:
+    """One line per step on stderr: redrawn in place on a terminal, else printed now and then."""
+    interactive = sys.stderr.isatty()
+    last_printed: dict[str, float] = {}
+
+    def show(step: str, done: int, total: int, unit: str) -> None:
+        finished = done >= total
+        now = time.monotonic()
+        if not finished and now - last_printed.get(step, 0.0) < min_interval_seconds:
+            return
+        last_printed[step] = now
+        line = f"{step}: {done}/{total} {unit}"
+        if interactive:
+            sys.stderr.write(f"\r\033[K{line}" + ("\n" if finished else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    with listening(show):
+        yield
+
+
+def print_report(report: WriteReport, *, as_json: bool) -> int:
+    """Per-asset counts, checks and skipped input; exit status 1 when a check failed."""
+    if as_json:
+        print(json.dumps({
+            "partitions": report.partitions,
+            "assets": {name: report.counts(name) for name in report.assets},
+            "checks": report.checks,
+            "skipped": report.skipped,
+            "run_ids": report.run_ids,
+        }, indent=2))
+    else:
+        if report.assets:
+            width = max(len(name) for name in report.assets)
+            print(f"{'asset':<{width}}" + "".join(f"{name:>11}" for name in PLAIN_COUNTS))
+            for name in report.assets:
+                counts = report.counts(name)
+                cells = "".join(f"{counts.get(column, ''):>11}" for column in PLAIN_COUNTS)
+                print(f"{name:<{width}}{cells}")
+        for check, passed in sorted(report.checks.items()):
+            print(f"check {check}: {'passed' if passed else 'FAILED'}")
+        for line in report.skipped:
+            print(f"skipped {line}")
+    return 0 if all(report.checks.values()) else 1

@@ -1,0 +1,34 @@
+"""`lanegraph materialize [ASSET...] [--json]`: run assets by name (all when none are named);
+per-document assets run over every registered source file in one run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "materialize", help="run assets by name (default: all), with per-asset counts"
+    )
+    parser.add_argument(
+        "assets", nargs="*", metavar="ASSET", help="asset names, e.g. chunk_embeddings communities"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    quiet_dagster()
+    from pipelines.write.runner import materialize
+
+    with progress_on_stderr():
+        report = materialize(arguments.assets)
+    if not report.assets:
+        print(
+            "nothing materialized: no source files are registered yet (run `lanegraph ingest PATH`)",
+            file=sys.stderr,
+        )
+    return print_report(report, as_json=arguments.json)

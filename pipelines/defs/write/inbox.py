@@ -1,0 +1,50 @@
+"""A sensor on the inbox folder (`<data dir>/inbox`): files dropped, changed or removed there are
+registered as sources, added as partitions, and processed by one `ingest_documents` run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.config import data_dir
+from pipelines.defs.write.jobs import ingest_documents
+from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
+from pipelines.resources.database import DatabaseResource
+from pipelines.write.registry import register_path, unfinished_sources
+
+INBOX_INTERVAL_SECONDS = 30
+
+
+def inbox_dir() -> Path:
+    return data_dir() / "inbox"
+
+
+@dg.sensor(
+    job=ingest_documents,
+    minimum_interval_seconds=INBOX_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Registers new, changed and removed files of <data dir>/inbox; requests one run over them.",
+)
+def document_inbox(
+    context: dg.SensorEvaluationContext, database: DatabaseResource
+) -> dg.SensorResult | dg.SkipReason:
+    inbox = inbox_dir()
+    inbox.mkdir(parents=True, exist_ok=True)
+    with database.connection() as connection:
+        registration = register_path(connection, inbox)
+        pending = unfinished_sources(connection, registration.keys)
+    for problem in registration.ignored:
+        context.log.warning(f"ignored {problem}")
+    if not pending:
+        return dg.SkipReason(f"nothing new in {inbox}")
+    known = list(context.instance.get_dynamic_partitions(DOCUMENT_PARTITIONS))
+    new = [key for key in registration.keys if key not in set(known)]
+    # The same pending state (keys and their bytes) is requested once, however many ticks see it.
+    run_key = hashlib.sha256(json.dumps(sorted(pending.items()), default=str).encode()).hexdigest()
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=run_key, tags=covering_range_tags([*known, *new], pending))],
+        dynamic_partitions_requests=[document_partitions.build_add_request(new)] if new else [],
+    )

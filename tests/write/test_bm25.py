@@ -1,0 +1,83 @@
+"""BM25 from SQL (sql_templates/primitives/bm25.sql over the statistics bm25_index writes) against
+an independent implementation, bm25s, on the same corpus and the same tokens."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import bm25s
+import dagster as dg
+import numpy as np
+import psycopg
+import pytest
+
+from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
+from pipelines.defs.write import document_assets, jobs
+from pipelines.read.compiler import compile_template
+from pipelines.resources.database import DatabaseResource, connect
+from pipelines.write.chunking import indexed_text
+from pipelines.write.runner import ingest
+
+LEXICAL = dg.Definitions(
+    assets=[document_assets.documents, document_assets.chunks, document_assets.bm25_index],
+    asset_checks=[document_assets.bm25_statistics_match_chunks],
+    jobs=[jobs.ingest_documents],
+    resources={"database": DatabaseResource()},
+)
+QUESTIONS = [
+    "Who leads Project Heron?",
+    "fault code HX-4417 incident",
+    "Which supplier makes the VK-22 wrist gimbal?",
+    "battery handling and storage rules",
+    "cold chain audit of Corvane Pharma Logistics in Porto",
+]
+
+
+def lexemes(connection: psycopg.Connection, text: str) -> list[tuple[str, int]]:
+    """PostgreSQL's English lexemes of `text` with their number of positions."""
+    return connection.execute(
+        "SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', %s))", (text,)
+    ).fetchall()
+
+
+@pytest.fixture(scope="module")
+def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("bm25") / "documents"
+    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    url = make_schema_url()
+    # Small chunks make many chunks and varied lengths, which is what length normalisation is about.
+    run_config = {"ops": {"chunks": {"config": {"max_tokens": 60, "overlap_tokens": 10}}}}
+    ingest(folder, definitions=LEXICAL, instance=dg.DagsterInstance.ephemeral(), database_url=url, run_config=run_config)
+    return url
+
+
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4)])
+def test_sql_scores_equal_bm25s_lucene_for_the_top_ten(indexed_demo: str, k1: float, b: float) -> None:
+    statement = compile_template(SQL_TEMPLATES / "primitives" / "bm25.sql")
+    with connect(indexed_demo) as connection:
+        chunks = connection.execute(
+            "SELECT chunk.id, document.title, chunk.text FROM chunk JOIN document ON document.id = chunk.document_id ORDER BY chunk.id"
+        ).fetchall()
+        corpus = [
+            [lexeme for lexeme, count in lexemes(connection, indexed_text(title, text)) for _ in range(count)]
+            for _, title, text in chunks
+        ]
+        retriever = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
+        retriever.index(corpus, show_progress=False)
+        ids = [chunk_id for chunk_id, _, _ in chunks]
+        for question in QUESTIONS:
+            with psycopg.RawCursor(connection) as cursor:
+                values = {"query_text": question, "bm25_k1": k1, "bm25_b": b, "bm25_limit": 10}
+                cursor.execute(statement.sql, statement.parameters(values))
+                ranked = cursor.fetchall()
+            terms = [lexeme for lexeme, _ in lexemes(connection, question) if lexeme in retriever.vocab_dict]
+            # bm25s follows Lucene >= 8, which drops Okapi's constant factor (k1 + 1).
+            expected = retriever.get_scores(terms) * (k1 + 1)
+            top = sorted(range(len(ids)), key=lambda i: (-expected[i], ids[i]))[:10]
+
+            assert len(ranked) == 10, question
+            np.testing.assert_allclose([score for _, score in ranked], expected[top], rtol=0, atol=1e-6)
+            for chunk_id, score in ranked:
+                assert abs(score - expected[ids.index(chunk_id)]) <= 1e-6, (question, chunk_id)
