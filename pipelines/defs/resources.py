@@ -5,6 +5,8 @@ import dagster as dg
 from pipelines.config import load_config
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
+from pipelines.resources.extractor import ExtractorResource
+from pipelines.resources.summarizer import SummarizerResource
 
 
 def embedder_from_settings() -> EmbedderResource:
@@ -23,4 +25,12 @@ def embedder_from_settings() -> EmbedderResource:
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources={"database": DatabaseResource(), "embedder": embedder_from_settings()})
+    pipeline = load_config().pipeline
+    return dg.Definitions(
+        resources={
+            "database": DatabaseResource(),
+            "embedder": embedder_from_settings(),
+            "extractor": ExtractorResource.from_settings(pipeline.extraction),
+            "summarizer": SummarizerResource.from_settings(pipeline.summaries),
+        }
+    )

@@ -11,7 +11,7 @@ import hashlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
 import psycopg
@@ -91,7 +91,6 @@ class DocumentCounts:
     facts_closed: int = 0
     facts_superseded: int = 0
     retracted: bool = False
-    merged_names: list[str] = field(default_factory=list)
 
 
 def _resolve_entities(

@@ -1,4 +1,4 @@
-"""Documents and chunks written straight into the tables, so the graph assets can be tested on their own.
+"""Documents and chunks written straight into the tables, so extraction can be tested on its own.
 
 Chunks here are markdown sections (title line kept), a stand-in for the chunks asset's windows.
 """
@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
 
-from pipelines.config import PROJECT_ROOT
 from pipelines.resources.database import Database
-from pipelines.resources.embedder import LocalMiniLMEmbedder
-
-DEMO_DOCUMENTS = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
 
 
 def section_chunks(text: str) -> list[str]:
@@ -22,23 +17,16 @@ def section_chunks(text: str) -> list[str]:
     return [section if section.startswith("# ") else f"{title}\n\n{section}" for section in sections]
 
 
-def demo_documents() -> dict[str, str]:
-    return {path.name: path.read_text() for path in sorted(DEMO_DOCUMENTS.glob("*.md"))}
-
-
 def seed_documents(
     database: Database,
     documents: dict[str, str],
     *,
     scopes: list[str] | None = None,
-    embed: bool = False,
 ) -> list[str]:
     """Insert (or replace) documents and their section chunks; returns the document ids."""
-    embedder = LocalMiniLMEmbedder() if embed else None
     with database.connection() as connection:
         for document_id, text in documents.items():
             chunks = section_chunks(text)
-            vectors = embedder.embed(chunks) if embedder else [None] * len(chunks)
             connection.execute(
                 """
                 INSERT INTO document (id, title, uri, body, content_hash, scopes)
@@ -50,16 +38,15 @@ def seed_documents(
                  hashlib.sha256(text.encode()).hexdigest(), scopes or []),
             )
             connection.execute("DELETE FROM chunk WHERE document_id = %s AND position >= %s", (document_id, len(chunks)))
-            for position, (chunk, vector) in enumerate(zip(chunks, vectors)):
+            for position, chunk in enumerate(chunks):
                 connection.execute(
                     """
-                    INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, embedding, scopes)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-                    ON CONFLICT (id) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash,
-                        embedding = excluded.embedding
+                    INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, scopes)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (id) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash
                     """,
                     (f"{document_id}#{position}", document_id, position, chunk, len(chunk.split()),
-                     hashlib.sha256(chunk.encode()).hexdigest(), vector, scopes or []),
+                     hashlib.sha256(chunk.encode()).hexdigest(), scopes or []),
                 )
     return list(documents)
 
@@ -68,7 +55,3 @@ def retract_document(database: Database, document_id: str) -> None:
     with database.connection() as connection:
         connection.execute("UPDATE document SET retracted_at = now() WHERE id = %s", (document_id,))
         connection.execute("DELETE FROM chunk WHERE document_id = %s", (document_id,))
-
-
-def demo_path(name: str) -> Path:
-    return DEMO_DOCUMENTS / name

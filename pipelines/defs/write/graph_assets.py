@@ -1,0 +1,210 @@
+"""The graph-wide assets (group "graph"): entity graph, communities, entity profiles, RAPTOR levels.
+
+Unpartitioned: each recomputes from the tables the per-document assets keep up to date. Tunables
+are run config whose defaults come from lanes.yaml, so the UI's launchpad shows the values in force.
+"""
+
+import dagster as dg
+
+from pipelines.config import CommunitySettings, RaptorSettings, load_config
+from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.jobs import GRAPH_GROUP
+from pipelines.resources.database import DatabaseResource
+from pipelines.resources.embedder import EmbedderResource
+from pipelines.resources.summarizer import SummarizerResource
+from pipelines.write import graph_sql as q
+from pipelines.write.graph_store import build_communities, build_profiles, build_raptor, refresh_entity_graph
+from pipelines.write.plots import sizes_per_level_chart
+from pipelines.write.report import StepReport, markdown_table
+
+SETTINGS = load_config().pipeline
+# Share of connected entities that must belong to some community; Leiden leaves out only
+# entities whose every fact is a literal (no edge) and pairs it splits off.
+COMMUNITY_COVERAGE_THRESHOLD = 0.8
+
+
+def _rows(database: DatabaseResource, statement: str) -> int:
+    with database.connection() as connection:
+        return connection.execute(statement).fetchone()[0]
+
+
+@dg.asset(
+    group_name=GRAPH_GROUP,
+    deps=["entities_and_facts"],
+    kinds={"postgres"},
+    description=(
+        "Entity kinds by mention majority, degrees over live facts, and embeddings of facts, entities and "
+        "the ontology's kinds."
+    ),
+)
+def entity_graph(context: dg.AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource) -> dg.MaterializeResult:
+    step = StepReport(unit="entities", preview_columns=("entity", "kind", "degree", "aliases"))
+    graph = refresh_entity_graph(database.get_database(), embedder.get_embedder().embed, context.log.info)
+    step.updated = (
+        graph.kinds_reconciled + graph.degrees_updated + graph.facts_embedded + graph.entities_embedded
+        + graph.kinds_embedded
+    )
+    step.deleted = graph.orphans_deleted
+    step.rows = graph.statistics["entities"]
+    step.processed = graph.statistics["entities"]
+    step.preview_rows = [(name, kind, degree, aliases or 0) for name, kind, degree, aliases in graph.top_entities]
+    values = step.finish().metadata()
+    values.update(graph.statistics)
+    values.update({
+        "kinds_reconciled": graph.kinds_reconciled,
+        "facts_embedded": graph.facts_embedded,
+        "entities_embedded": graph.entities_embedded,
+        "kinds_embedded": graph.kinds_embedded,
+        "entities_per_kind": markdown_table(("kind", "entities"), graph.kinds),
+    })
+    return dg.MaterializeResult(metadata=dagster_metadata(values))
+
+
+class CommunitiesConfig(dg.Config):
+    max_size: int = SETTINGS.communities.max_size
+    resolution: float = SETTINGS.communities.resolution
+    max_levels: int = SETTINGS.communities.max_levels
+    seed: int = SETTINGS.communities.seed
+
+
+@dg.asset(
+    group_name=GRAPH_GROUP,
+    deps=[entity_graph],
+    kinds={"postgres", "igraph"},
+    description="Hierarchical Leiden communities of the live entity graph, each labelled, summarised and embedded.",
+)
+def communities(
+    context: dg.AssetExecutionContext,
+    config: CommunitiesConfig,
+    database: DatabaseResource,
+    embedder: EmbedderResource,
+    summarizer: SummarizerResource,
+) -> dg.MaterializeResult:
+    step = StepReport(unit="communities", preview_columns=("level", "label", "members", "summary"))
+    step.deleted = _rows(database, q.COMMUNITY_COUNT)
+    settings = CommunitySettings(**config.model_dump())
+    built = build_communities(
+        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info
+    )
+    step.inserted = step.rows = step.processed = built.communities
+    step.preview_rows = built.preview
+    values = step.finish().metadata()
+    values.update({
+        "levels": len(built.sizes_per_level),
+        "connected_entities": built.connected_entities,
+        "covered_entities": built.covered_entities,
+        "sizes_per_level": markdown_table(
+            ("level", "communities", "largest", "smallest"),
+            [(level, len(sizes), max(sizes), min(sizes)) for level, sizes in sorted(built.sizes_per_level.items())],
+        ),
+        "size_chart": sizes_per_level_chart("Community sizes per level", built.sizes_per_level, "entities"),
+    })
+    return dg.MaterializeResult(metadata=dagster_metadata(values))
+
+
+class ProfilesConfig(dg.Config):
+    min_degree: int = SETTINGS.profiles.min_degree
+
+
+@dg.asset(
+    group_name=GRAPH_GROUP,
+    deps=[entity_graph],
+    kinds={"postgres"},
+    description="A summary of each well-connected entity's live facts, embedded.",
+)
+def entity_profiles(
+    context: dg.AssetExecutionContext,
+    config: ProfilesConfig,
+    database: DatabaseResource,
+    embedder: EmbedderResource,
+    summarizer: SummarizerResource,
+) -> dg.MaterializeResult:
+    step = StepReport(unit="profiles", preview_columns=("entity", "facts", "summary"))
+    step.deleted = _rows(database, q.PROFILE_COUNT)
+    built = build_profiles(
+        database.get_database(), config.min_degree, summarizer.get_summarizer(), embedder.get_embedder().embed,
+        context.log.info,
+    )
+    step.inserted = step.rows = step.processed = built.profiles
+    step.preview_rows = built.preview
+    values = step.finish().metadata()
+    values["min_degree"] = config.min_degree
+    return dg.MaterializeResult(metadata=dagster_metadata(values))
+
+
+class RaptorConfig(dg.Config):
+    max_levels: int = SETTINGS.raptor.max_levels
+    root_count: int = SETTINGS.raptor.root_count
+    reduced_dimensions: int = SETTINGS.raptor.reduced_dimensions
+    max_clusters: int = SETTINGS.raptor.max_clusters
+    covariance: str = SETTINGS.raptor.covariance
+    seed: int = SETTINGS.raptor.seed
+
+
+@dg.asset(
+    group_name=GRAPH_GROUP,
+    deps=["chunk_embeddings"],
+    kinds={"postgres", "sklearn"},
+    description=(
+        "RAPTOR tree over the chunk embeddings: Gaussian-mixture clusters (BIC-chosen count, PCA-reduced), "
+        "summarised and embedded level by level up to a few roots; replaced atomically."
+    ),
+)
+def raptor_levels(
+    context: dg.AssetExecutionContext,
+    config: RaptorConfig,
+    database: DatabaseResource,
+    embedder: EmbedderResource,
+    summarizer: SummarizerResource,
+) -> dg.MaterializeResult:
+    step = StepReport(unit="nodes", preview_columns=("root summary",))
+    step.deleted = _rows(database, q.RAPTOR_NODE_COUNT)
+    settings = RaptorSettings(**config.model_dump())
+    built = build_raptor(
+        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info
+    )
+    step.inserted = step.rows = step.processed = sum(built.nodes_per_level.values())
+    step.preview_rows = [(summary,) for summary in built.roots]
+    values = step.finish().metadata()
+    values.update({
+        "leaves": built.leaves,
+        "levels": len(built.nodes_per_level),
+        "roots": len(built.roots),
+        "nodes_per_level": markdown_table(("level", "nodes"), sorted(built.nodes_per_level.items())),
+        "nodes_chart": sizes_per_level_chart(
+            "RAPTOR nodes per level", {level: [count] for level, count in built.nodes_per_level.items()}, "nodes"
+        ),
+    })
+    return dg.MaterializeResult(metadata=dagster_metadata(values))
+
+
+@dg.asset_check(asset=entity_graph, description="Every believed fact and every entity has an embedding of the configured width.")
+def graph_embeddings_have_configured_width(database: DatabaseResource) -> dg.AssetCheckResult:
+    with database.connection() as connection:
+        missing = connection.execute(q.EMBEDDINGS_OF_OTHER_WIDTH, {"dimension": SETTINGS.embedding.dimension}).fetchone()
+    facts, entities = missing
+    return dg.AssetCheckResult(
+        passed=facts == 0 and entities == 0,
+        metadata={"facts_without": facts, "entities_without": entities, "dimension": SETTINGS.embedding.dimension},
+    )
+
+
+@dg.asset_check(asset=communities, description="Most entities with live facts belong to some community.")
+def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
+    with database.connection() as connection:
+        connected, covered = connection.execute(q.COMMUNITY_COVERAGE).fetchone()
+    share = covered / connected if connected else 1.0
+    return dg.AssetCheckResult(
+        passed=share >= COMMUNITY_COVERAGE_THRESHOLD,
+        metadata={"connected_entities": connected, "covered_entities": covered, "coverage": round(share, 3),
+                  "threshold": COMMUNITY_COVERAGE_THRESHOLD},
+    )
+
+
+@dg.asset_check(asset=raptor_levels, description="The top RAPTOR level has between 1 and root_count nodes.")
+def raptor_root_count(database: DatabaseResource) -> dg.AssetCheckResult:
+    with database.connection() as connection:
+        leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()
+    limit = SETTINGS.raptor.root_count
+    passed = (roots == 0) if leaves == 0 else 1 <= roots <= limit
+    return dg.AssetCheckResult(passed=passed, metadata={"roots": roots, "root_count": limit, "leaves": leaves})

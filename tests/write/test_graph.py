@@ -1,0 +1,236 @@
+"""The whole write side on the demo corpus, materialized for real in-process through the runner:
+per-document assets and extraction over the partitions, then the graph-wide assets and every check."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import dagster as dg
+import pytest
+
+from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.defs.write import document_assets, extraction_assets, graph_assets, jobs
+from pipelines.defs.write.graph_schedule import refresh_graph
+from pipelines.resources.database import Database, DatabaseResource
+from pipelines.resources.embedder import EmbedderResource
+from pipelines.resources.extractor import ExtractorResource
+from pipelines.resources.summarizer import SummarizerResource
+from pipelines.write.runner import WriteReport, ingest, materialize
+
+SETTINGS = load_config(PROJECT_ROOT / "lanes.yaml").pipeline
+DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+DEFINITIONS = dg.Definitions(
+    assets=[
+        document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings,
+        document_assets.bm25_index, extraction_assets.entities_and_facts, graph_assets.entity_graph,
+        graph_assets.communities, graph_assets.entity_profiles, graph_assets.raptor_levels,
+    ],
+    asset_checks=[
+        extraction_assets.live_facts_reference_entities, graph_assets.graph_embeddings_have_configured_width,
+        graph_assets.community_coverage, graph_assets.raptor_root_count,
+    ],
+    jobs=[jobs.ingest_documents, refresh_graph],
+    resources={
+        "database": DatabaseResource(),
+        "embedder": EmbedderResource(),
+        "extractor": ExtractorResource(),
+        "summarizer": SummarizerResource(max_chars=SETTINGS.summaries.max_chars),
+    },
+)
+
+
+@dataclass
+class DemoGraph:
+    database: Database
+    first: WriteReport
+    second: WriteReport
+
+
+@pytest.fixture(scope="module")
+def demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoGraph]:
+    corpus = tmp_path_factory.mktemp("demo") / "documents"
+    shutil.copytree(DEMO, corpus)
+    url = make_schema_url()
+    instance = dg.DagsterInstance.ephemeral()
+    first = ingest(corpus, definitions=DEFINITIONS, instance=instance, database_url=url)
+    # Extraction again over every partition: nothing may change.
+    second = materialize(["entities_and_facts"], definitions=DEFINITIONS, instance=instance, database_url=url)
+    database = Database(url)
+    yield DemoGraph(database, first, second)
+    database.close()
+
+
+def rows(database: Database, statement: str, parameters: dict | None = None) -> list[tuple]:
+    with database.connection() as connection:
+        return connection.execute(statement, parameters or {}).fetchall()
+
+
+def test_entities_are_typed_and_resolved(demo: DemoGraph) -> None:
+    kinds = dict(rows(demo.database, "SELECT name, kind FROM entity"))
+    assert kinds["Project Heron"] == "project"
+    assert kinds["Aino Virtanen"] == "person"
+    assert kinds["HX-4417"] == "code"
+    assert kinds["Porto"] == "place"
+    assert kinds["Safety and Compliance Team"] == "team"
+    # The short name is an alias of the project, not an entity of its own.
+    assert "Heron" not in kinds
+    [(aliases,)] = rows(demo.database, "SELECT aliases FROM entity WHERE name = 'Project Heron'")
+    assert "heron" in aliases
+    [(duplicates,)] = rows(
+        demo.database, "SELECT count(*) FROM (SELECT normalized_name FROM entity GROUP BY 1 HAVING count(*) > 1) d"
+    )
+    assert duplicates == 0
+
+
+def test_facts_are_grounded_in_their_source_chunk(demo: DemoGraph) -> None:
+    facts = rows(
+        demo.database,
+        "SELECT f.statement, c.text, f.document_id, c.document_id FROM fact f JOIN chunk c ON c.id = f.source_chunk_id",
+    )
+    [(total,)] = rows(demo.database, "SELECT count(*) FROM fact")
+    assert len(facts) == total > 150
+    for statement, chunk_text, fact_document, chunk_document in facts:
+        assert statement in chunk_text
+        assert statement[-1] in ".!?"
+        assert fact_document == chunk_document
+
+
+def test_a_second_extraction_changes_nothing(demo: DemoGraph) -> None:
+    first, second = demo.first.assets["entities_and_facts"], demo.second.assets["entities_and_facts"]
+    assert first["inserted"] > 150 and first["entities_created"] > 40
+    assert (second["inserted"], second["deleted"], second["updated"], second["entities_created"]) == (0, 0, 0, 0)
+    assert second["unchanged"] == first["inserted"]
+    [(duplicates,)] = rows(
+        demo.database,
+        """
+        SELECT count(*) FROM (
+            SELECT 1 FROM fact WHERE recorded_to IS NULL
+            GROUP BY lower(statement), subject_id, predicate, coalesce(object_id, ''), source_chunk_id
+            HAVING count(*) > 1
+        ) d
+        """,
+    )
+    assert duplicates == 0
+
+
+def live_values(database: Database, subject: str, predicate: str) -> set[str]:
+    return {
+        value
+        for (value,) in rows(
+            database,
+            """
+            SELECT coalesce(o.name, f.object_value) FROM live_fact f
+            JOIN entity s ON s.id = f.subject_id LEFT JOIN entity o ON o.id = f.object_id
+            WHERE s.name = %(subject)s AND f.predicate = %(predicate)s
+            """,
+            {"subject": subject, "predicate": predicate},
+        )
+    }
+
+
+def test_superseding_states_close_the_old_claims(demo: DemoGraph) -> None:
+    assert live_values(demo.database, "Project Lantern", "status") == {"paused"}
+    assert live_values(demo.database, "Project Mooring", "status") == {"in production"}
+    leaders = {
+        subject
+        for (subject,) in rows(
+            demo.database,
+            """
+            SELECT s.name FROM live_fact f JOIN entity s ON s.id = f.subject_id JOIN entity o ON o.id = f.object_id
+            WHERE f.predicate = 'lead' AND o.name = 'Project Heron'
+            """,
+        )
+    }
+    assert leaders == {"Tomasz Wielgus"}
+    # "As of 2024-12-01, Maren Okafor leads Project Heron." is no longer believed as open-ended; it is
+    # recorded again as valid until the new lead took over.
+    history = rows(
+        demo.database,
+        """
+        SELECT f.valid_from::date::text, f.valid_to::date::text, f.recorded_to IS NOT NULL
+        FROM fact f WHERE f.statement = 'As of 2024-12-01, Maren Okafor leads Project Heron.'
+        ORDER BY f.recorded_from, f.id
+        """,
+    )
+    assert history == [("2024-12-01", None, True), ("2024-12-01", "2025-04-01", False)]
+
+
+def test_graph_assets_and_checks_pass(demo: DemoGraph) -> None:
+    assert set(demo.first.checks) >= {
+        "live_facts_reference_entities", "graph_embeddings_have_configured_width", "community_coverage",
+        "raptor_root_count",
+    }
+    assert all(demo.first.checks.values()), demo.first.checks
+    communities = demo.first.assets["communities"]
+    assert communities["size_chart"].startswith("![Community sizes per level](data:image/png;base64,")
+    assert communities["inserted"] > 0
+    assert demo.first.assets["raptor_levels"]["roots"] <= SETTINGS.raptor.root_count
+
+
+def test_degrees_count_live_facts(demo: DemoGraph) -> None:
+    [(mismatched,)] = rows(
+        demo.database,
+        """
+        SELECT count(*) FROM entity e
+        WHERE e.degree <> (SELECT count(*) FROM live_fact f WHERE f.subject_id = e.id)
+                        + (SELECT count(*) FROM live_fact f WHERE f.object_id = e.id)
+        """,
+    )
+    assert mismatched == 0
+
+
+def test_communities_cover_the_connected_entities(demo: DemoGraph) -> None:
+    [(connected, covered)] = rows(
+        demo.database,
+        """
+        SELECT (SELECT count(*) FROM entity WHERE degree > 0),
+               (SELECT count(DISTINCT m) FROM community, unnest(members) m)
+        """,
+    )
+    assert covered / connected >= 0.8
+    for level, parent_level, summary, members, dimensions in rows(
+        demo.database,
+        """
+        SELECT c.level, p.level, c.summary, cardinality(c.members), vector_dims(c.embedding)
+        FROM community c LEFT JOIN community p ON p.id = c.parent_id
+        """,
+    ):
+        assert parent_level is None if level == 0 else parent_level == level - 1
+        assert 0 < len(summary) <= SETTINGS.summaries.max_chars
+        assert members >= 2 and dimensions == SETTINGS.embedding.dimension
+    labels = [label for (label,) in rows(demo.database, "SELECT label FROM community")]
+    assert any("Aino Virtanen" in label for label in labels)
+
+
+def test_well_connected_entities_have_profiles(demo: DemoGraph) -> None:
+    profiles = dict(
+        rows(demo.database, "SELECT e.name, p.summary FROM profile p JOIN entity e ON e.id = p.entity_id")
+    )
+    assert "Aino Virtanen" in profiles and "Battery Handling Standard" in profiles["Aino Virtanen"]
+    [(missing,)] = rows(
+        demo.database,
+        """
+        SELECT count(*) FROM entity e WHERE e.degree >= %(min_degree)s
+          AND NOT EXISTS (SELECT 1 FROM profile p WHERE p.entity_id = e.id)
+        """,
+        {"min_degree": SETTINGS.profiles.min_degree},
+    )
+    assert missing == 0
+
+
+def test_raptor_tree_rises_to_few_roots(demo: DemoGraph) -> None:
+    levels = dict(rows(demo.database, "SELECT level, count(*) FROM raptor_node GROUP BY level"))
+    assert len(levels) >= 2
+    assert 1 <= levels[max(levels)] <= SETTINGS.raptor.root_count
+    chunk_ids = {chunk_id for (chunk_id,) in rows(demo.database, "SELECT id FROM chunk")}
+    nodes = {node_id: (level, children) for node_id, level, children in rows(demo.database, "SELECT id, level, children FROM raptor_node")}
+    leaves_covered = set()
+    for level, children in nodes.values():
+        if level == 1:
+            assert set(children) <= chunk_ids
+            leaves_covered |= set(children)
+        else:
+            assert all(nodes[child][0] == level - 1 for child in children)
+    assert leaves_covered == chunk_ids
