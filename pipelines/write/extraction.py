@@ -1,12 +1,13 @@
 """The entities_and_facts step for a batch of documents: read chunks, extract, write each document.
 
-Extraction (the slow part) runs outside any transaction; each document is then written in its own
-transaction, so one bad document never leaves another half-written.
+Extraction (the slow part) runs outside any transaction, a batch of documents at a time; each
+document is then written in its own transaction, so one bad document never leaves another
+half-written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipelines.resources.database import Database
@@ -19,6 +20,11 @@ from pipelines.write.extraction_store import (
     write_document_extraction,
 )
 from pipelines.write.ontology import ENTITY_KINDS
+from pipelines.write.progress import Log, step_progress
+
+STEP = "entities_and_facts"
+# Documents extracted and written per round; bounds memory during a backfill of the whole corpus.
+DOCUMENTS_PER_BATCH = 200
 
 
 @dataclass
@@ -35,21 +41,33 @@ def extract_documents(
     extractor: Extractor,
     document_ids: Sequence[str],
     merge_similarity: float,
-    progress: Callable[[str], None] = lambda message: None,
+    progress: Log = lambda message: None,
+    batch_size: int = DOCUMENTS_PER_BATCH,
 ) -> ExtractionReport:
+    """Extract and write the documents a batch at a time, so a backfill of the whole corpus holds
+    one batch in memory and shows progress as it goes."""
     report = ExtractionReport()
     document_ids = list(dict.fromkeys(document_ids))
     with database.connection() as connection:
-        documents = {row[0]: row for row in connection.execute(q.DOCUMENTS, {"document_ids": document_ids})}
-        chunks = chunk_texts(connection.execute(q.DOCUMENT_CHUNKS, {"document_ids": document_ids}))
         connection.execute(
             q.REGISTER_ENTITY_KINDS, {"names": list(ENTITY_KINDS), "descriptions": list(ENTITY_KINDS.values())}
         )
-    report.missing = sorted(set(document_ids) - set(documents))
+    advance = step_progress(STEP, len(document_ids), "documents", progress)
+    for start in range(0, len(document_ids), batch_size):
+        _extract_batch(database, extractor, document_ids[start : start + batch_size], merge_similarity, report)
+        advance(min(start + batch_size, len(document_ids)))
+    return report
+
+
+def _extract_batch(
+    database: Database, extractor: Extractor, document_ids: list[str], merge_similarity: float, report: ExtractionReport
+) -> None:
+    with database.connection() as connection:
+        documents = {row[0]: row for row in connection.execute(q.DOCUMENTS, {"document_ids": document_ids})}
+        chunks = chunk_texts(connection.execute(q.DOCUMENT_CHUNKS, {"document_ids": document_ids}))
+    report.missing += sorted(set(document_ids) - set(documents))
     live = [d for d in document_ids if d in documents and not documents[d][2] and chunks.get(d)]
-    ordered_chunks = [chunk for document_id in live for chunk in chunks[document_id]]
-    progress(f"extracting {len(ordered_chunks)} chunks of {len(live)} documents")
-    extractions = iter(extractor.extract(ordered_chunks))
+    extractions = iter(extractor.extract([chunk for document_id in live for chunk in chunks[document_id]]))
     for document_id in document_ids:
         if document_id not in documents:
             continue
@@ -61,4 +79,3 @@ def extract_documents(
                 )
             else:
                 report.documents[document_id] = retract_document_extraction(connection, document_id)
-    return report
