@@ -1,7 +1,7 @@
 -- Entity catalog: what exists right now, derived from the database rather than from an extractor.
--- The ontology kinds nearest the question (up to the lane limit); each kind's live entities (an
--- endpoint of a live fact) with their state facts (a literal value instead of an object entity) in
--- parentheses; one line per (kind, scopes):
+-- The ontology kinds nearest the question (up to the lane limit); each kind's first
+-- :catalog_entities_per_kind live entities by name (an endpoint of a live fact) with their state
+-- facts (a literal value instead of an object entity) in parentheses; one line per (kind, scopes):
 -- "Current project entities are Atlas (active), Beacon (waiting)."
 WITH nearest_kind AS MATERIALIZED (
     SELECT entity_kind.name, entity_kind.embedding <=> :query_vector AS distance
@@ -10,11 +10,21 @@ WITH nearest_kind AS MATERIALIZED (
     LIMIT :lane_limit
 ),
 live_entity AS (
-    SELECT entity.id, entity.name, entity.kind, entity.scopes, nearest_kind.distance
+    SELECT listed.id, listed.name, nearest_kind.name AS kind, listed.scopes, nearest_kind.distance
     FROM nearest_kind
-    JOIN entity ON entity.kind = nearest_kind.name
-    WHERE EXISTS (SELECT 1 FROM live_fact WHERE live_fact.subject_id = entity.id)
-       OR EXISTS (SELECT 1 FROM live_fact WHERE live_fact.object_id = entity.id)
+    CROSS JOIN LATERAL (
+        -- At most a line's worth of entities per kind, in name order through the (kind,
+        -- normalized_name) index, so a kind with many entities costs no more than one with few.
+        SELECT entity.id, entity.name, entity.scopes
+        FROM entity
+        WHERE entity.kind = nearest_kind.name
+          AND (
+              EXISTS (SELECT 1 FROM live_fact WHERE live_fact.subject_id = entity.id)
+              OR EXISTS (SELECT 1 FROM live_fact WHERE live_fact.object_id = entity.id)
+          )
+        ORDER BY entity.normalized_name
+        LIMIT :catalog_entities_per_kind
+    ) AS listed
 ),
 described AS (
     SELECT
@@ -26,10 +36,7 @@ described AS (
             SELECT string_agg(DISTINCT live_fact.object_value, ', ')
             FROM live_fact
             WHERE live_fact.subject_id = live_entity.id AND live_fact.object_value IS NOT NULL
-        ) || ')', '') AS label,
-        row_number() OVER (
-            PARTITION BY live_entity.kind, live_entity.scopes ORDER BY live_entity.name, live_entity.id
-        ) AS position
+        ) || ')', '') AS label
     FROM live_entity
 )
 SELECT
@@ -47,7 +54,6 @@ SELECT
     false AS direct,
     NULL AS stance
 FROM described
-WHERE described.position <= :catalog_entities_per_kind
 GROUP BY described.kind, described.scopes
 ORDER BY min(described.distance), described.kind
 LIMIT :lane_limit
