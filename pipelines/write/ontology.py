@@ -85,3 +85,23 @@ def kind_from_role(role_noun: str) -> str | None:
     if role_noun in ORGANIZATION_ROLE_NOUNS:
         return "organization"
     return None
+
+
+# Last words that make a capitalised name a company ("Ostrel Machining", "Kelpstone Photonics").
+ORGANIZATION_NAME_WORDS = {
+    "robotics", "photonics", "motors", "cells", "optics", "machining", "logistics", "freight",
+    "grocers", "ports", "inc", "ltd", "gmbh", "company", "corporation", "group", "university",
+    "bank", "board", "hub", "labs", "systems", "industries", "partners",
+}
+
+
+def guess_kind(name: str) -> str:
+    """The kind an untyped capitalised name most likely has, from its form alone: a company word
+    at the end makes an organization, two or three words a person's name, anything else a place."""
+    decided = kind_from_name(name)
+    if decided:
+        return decided
+    words = name.split()
+    if words[-1].lower() in ORGANIZATION_NAME_WORDS:
+        return "organization"
+    return "person" if 2 <= len(words) <= 3 else "place"

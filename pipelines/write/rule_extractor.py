@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.grounding import chunk_sentences, sentence_validity
-from pipelines.write.ontology import CODE_PATTERN, kind_from_name
+from pipelines.write.ontology import CODE_PATTERN, guess_kind
 
 _CAPITALISED = r"[A-Z][\w'’-]*"
 _NAME = re.compile(
@@ -33,11 +33,6 @@ _NOT_NAMES = {
     "june", "july", "august", "september", "october", "november", "december", "monday",
     "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "celsius",
 }
-_ORGANIZATION_WORDS = {
-    "robotics", "photonics", "motors", "cells", "optics", "machining", "logistics", "freight",
-    "grocers", "ports", "inc", "ltd", "gmbh", "company", "corporation", "group", "university",
-    "bank", "board", "hub", "labs",
-}
 _AUXILIARIES = {"is", "are", "was", "were", "has", "have", "had", "will", "would", "also", "now"}
 _FILLERS = {"the", "a", "an", "its", "their", "his", "her"}
 _PASSIVE_MARKERS = {"is", "are", "was", "were", "been"}
@@ -51,16 +46,6 @@ _MAX_WORDS_BETWEEN = 6
 _CONNECTIVES = {"in", "and", "to", "with", "of", "or", "at", "on", "for", "from", "by", "as", "so"}
 
 
-def _kind(name: str) -> str:
-    decided = kind_from_name(name)
-    if decided:
-        return decided
-    words = name.split()
-    if words[-1].lower() in _ORGANIZATION_WORDS:
-        return "organization"
-    return "person" if 2 <= len(words) <= 3 else "place"
-
-
 def _mentions(sentence: str) -> list[tuple[int, int, Mention]]:
     found = []
     for match in _NAME.finditer(sentence):
@@ -71,7 +56,7 @@ def _mentions(sentence: str) -> list[tuple[int, int, Mention]]:
             words = words[1:]
         if words:
             name = " ".join(words)
-            found.append((start, match.end(), Mention(name, _kind(name))))
+            found.append((start, match.end(), Mention(name, guess_kind(name))))
     return found
 
 

