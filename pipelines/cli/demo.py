@@ -1,18 +1,52 @@
-"""`lanegraph demo`: the main job on the shipped demo corpus, end to end on the embedded database."""
+"""`lanegraph demo`: the main job on the shipped demo corpus, end to end on the embedded database.
+
+Ingest the corpus (every per-document and graph-wide asset, as Dagster runs that show in the UI),
+load the working-memory items, then answer the demo questions with the find statement.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+import yaml
+
+from pipelines.cli.find import render
+from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
+from pipelines.demo_corpus import demo_corpus_path
+from pipelines.read.find import embedder_for, find
 from pipelines.resources.database import open_database
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("demo", help="build every asset on the demo corpus and answer questions")
+    parser.add_argument("--questions", type=int, default=4, metavar="N", help="how many demo questions to answer")
+    parser.add_argument("--lines", type=int, default=8, metavar="N", help="evidence lines to show per answer")
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
+    quiet_dagster()
+    from pipelines.config import load_config
+    from pipelines.write.runner import ingest
+    from pipelines.write.session import load_session_items
+
+    corpus = demo_corpus_path()
+    print(f"Ingesting the demo corpus ({corpus / 'documents'}) ...")
+    with progress_on_stderr():
+        report = ingest(corpus / "documents")
+    status = print_report(report, as_json=False)
+    if not report.assets:
+        print("every asset is up to date with the corpus")
+
+    config = load_config()
+    embedder = embedder_for(config)
+    questions = yaml.safe_load((corpus / "questions.yaml").read_text())[: arguments.questions]
     with open_database() as database:
-        print(f"database ready: {database.url}")
-    return 0
+        loaded = load_session_items(corpus / "session_items.jsonl", database=database, embedder=embedder)
+        print(f"working memory: {loaded.inserted} new, {loaded.updated} updated, {loaded.unchanged} unchanged items")
+        for entry in questions:
+            result = find(database, entry["question"], config=config, embedder=embedder, trace=True)
+            print(f"\nQ: {entry['question']}")
+            print(render(result, limit=arguments.lines))
+    print("\nNext: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")
+    return status

@@ -57,9 +57,10 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def render(result: FindResult) -> str:
+def render(result: FindResult, limit: int | None = None) -> str:
+    """One line per kept evidence (the first `limit` of them), then a summary line."""
     lines = []
-    for candidate in result.evidence:
+    for candidate in result.evidence[:limit]:
         source = f"  [{candidate.source_title}]" if candidate.source_title and candidate.kind == "facts" else ""
         lines.append(f"{candidate.kind:<15} {candidate.line}{source}")
     if not result.evidence:
