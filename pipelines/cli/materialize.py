@@ -11,7 +11,7 @@ from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "materialize", help="run assets by name (default: all), with per-asset counts"
+        "materialize", help="run assets by name (default: every write-side asset), with per-asset counts"
     )
     parser.add_argument(
         "assets", nargs="*", metavar="ASSET", help="asset names, e.g. chunk_embeddings communities"

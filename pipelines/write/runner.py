@@ -3,7 +3,8 @@
 `ingest(path)` registers the source files of a folder or JSONL file as partitions and runs the
 `ingest_documents` job once over every partition with work to do (new, changed or removed files, and
 any whose last run did not finish), then the `refresh_graph` job. `materialize(names)` runs assets
-by name: per-document assets over all their partitions, graph-wide assets once. Both return what
+by name (by default every asset but the read side's): per-document assets over all their
+partitions, the others once. Both return what
 each asset reported (inserted, updated, deleted, unchanged, skipped, rows, ...).
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.dagster_home import ensure_dagster_home
-from pipelines.defs.write.jobs import GRAPH_GROUP
+from pipelines.defs.write.jobs import GRAPH_GROUP, READ_GROUP
 from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, open_database
 from pipelines.resources.errors import InputError, LanegraphError
@@ -98,15 +99,17 @@ def materialize(
     database_url: str | None = None,
     run_config: Mapping[str, object] | None = None,
 ) -> WriteReport:
-    """Materialize the named assets (all when none are named): per-document ones over every
-    partition in one run, graph-wide ones in a second run."""
+    """Materialize the named assets (every write-side asset when none are named): per-document ones
+    over every partition in one run, the others in a second run."""
     definitions = definitions or _code_location()
     graph = definitions.resolve_asset_graph()
     available = {key.to_user_string(): key for key in graph.get_all_asset_keys()}
     unknown = [name for name in asset_names if name not in available]
     if unknown:
         raise InputError(f"unknown asset {unknown[0]!r}; assets are {', '.join(sorted(available))}")
-    selected = [available[name] for name in asset_names] or list(available.values())
+    selected = [available[name] for name in asset_names] or [
+        key for key in available.values() if graph.get(key).group_name != READ_GROUP
+    ]
     partitioned = [key for key in selected if graph.get(key).partitions_def == document_partitions]
     unpartitioned = [key for key in selected if key not in partitioned]
     report = WriteReport()
