@@ -7,6 +7,7 @@ batch a step finishes; steps also log the same progress to the run's event log f
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -36,11 +37,19 @@ def report_progress(step: str, done: int, total: int, unit: str) -> None:
         listener(step, done, total, unit)
 
 
-def step_progress(step: str, total: int, unit: str, log: Log) -> Callable[[int], None]:
-    """A callback for `done` units of a step: tells the listeners and writes a log line."""
+def step_progress(
+    step: str, total: int, unit: str, log: Log, log_interval_seconds: float = 10.0
+) -> Callable[[int], None]:
+    """A callback for `done` units of a step: tells the listeners, and writes a log line now and
+    then (every log line is an event in the run's history, so one per unit would swamp it)."""
+    last_logged = time.monotonic()
 
     def advance(done: int) -> None:
+        nonlocal last_logged
         report_progress(step, done, total, unit)
-        log(f"{step}: {done}/{total} {unit}")
+        now = time.monotonic()
+        if done >= total or now - last_logged >= log_interval_seconds:
+            last_logged = now
+            log(f"{step}: {done}/{total} {unit}")
 
     return advance

@@ -19,6 +19,7 @@ from pipelines.write.documents import materialize_documents
 from pipelines.write.embeddings import embedding_health, materialize_embeddings
 
 SETTINGS = load_config().pipeline
+MAX_LOGGED_PROBLEMS = 20
 PER_DOCUMENT = {
     "partitions_def": document_partitions,
     "backfill_policy": dg.BackfillPolicy.single_run(),
@@ -60,8 +61,10 @@ def documents(
         batch_size=config.batch_size,
         log=context.log.info,
     )
-    for problem in report.problems:
+    for problem in report.problems[:MAX_LOGGED_PROBLEMS]:
         context.log.warning(f"skipped {problem}")
+    if len(report.problems) > MAX_LOGGED_PROBLEMS:
+        context.log.warning(f"... {len(report.problems) - MAX_LOGGED_PROBLEMS} more skipped; see the metadata")
     return dg.MaterializeResult(metadata=dagster_metadata(report.metadata()))
 
 

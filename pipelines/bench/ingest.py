@@ -1,0 +1,122 @@
+"""Ingest throughput on a benchmark corpus: passages per second per asset and end to end, beside the
+embedding model's own throughput on the same texts in the same process.
+
+Each passage of the dataset (`{"corpus": [{"id", "title", "text"}]}`, as in ../shared/data) becomes
+one document titled with its title, written as one JSONL source into a fresh schema, and the
+per-document assets run once through the runner (`pipelines.write.runner.ingest`). The target is
+the whole pipeline within twice the time the model alone needs.
+
+    python -m pipelines.bench.ingest /work/shared/data/musique.json [--limit 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.bench.loader import drop_schema, recreate_schema
+from pipelines.config import load_config
+from pipelines.defs.resources import embedder_from_settings
+from pipelines.defs.write import document_assets, jobs
+from pipelines.resources.database import DatabaseResource, connect, resolve_database_url
+from pipelines.write.chunking import indexed_text
+from pipelines.write.runner import ingest
+
+BENCH_DATABASE = "lanegraph_bench_ingest"
+STEPS = ("documents", "chunks", "chunk_embeddings", "bm25_index")
+
+
+def write_corpus(dataset: Path, folder: Path, limit: int | None) -> int:
+    """The dataset's passages as one JSONL source; returns how many."""
+    passages = json.loads(dataset.read_text())["corpus"][:limit]
+    with (folder / "corpus.jsonl").open("w") as handle:
+        for passage in passages:
+            record = {"id": passage["id"], "title": passage["title"], "text": passage["text"]}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(passages)
+
+
+def measure_ingest(
+    dataset: Path, *, limit: int | None = None, progress: Callable[[str], None] = lambda message: None
+) -> dict:
+    """Ingest the dataset's passages into a fresh schema and time every step; see the module doc."""
+    warnings.filterwarnings("ignore", module="dagster")
+    settings = load_config().pipeline
+    definitions = dg.Definitions(
+        assets=[document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings, document_assets.bm25_index],
+        asset_checks=[document_assets.every_chunk_embedded, document_assets.bm25_statistics_match_chunks],
+        jobs=[jobs.ingest_documents],
+        resources={"database": DatabaseResource(), "embedder": embedder_from_settings()},
+    )
+    embedder = embedder_from_settings().get_embedder()
+    # Load the model first, so neither the pipeline nor the model-alone timing pays for it.
+    started = time.perf_counter()
+    embedder.embed(["warm-up"])
+    model_load = time.perf_counter() - started
+    server_url = resolve_database_url(BENCH_DATABASE)
+    schema = f"bench_ingest_{uuid.uuid4().hex[:8]}"
+    url = recreate_schema(server_url, schema, settings.embedding.dimension)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch) / dataset.stem
+            folder.mkdir()
+            passages = write_corpus(dataset, folder, limit)
+            progress(f"ingesting {passages} passages of {dataset.name}")
+            started = time.perf_counter()
+            report = ingest(folder, definitions=definitions, instance=dg.DagsterInstance.ephemeral(), database_url=url)
+            end_to_end = time.perf_counter() - started
+        with connect(url) as connection:
+            texts = [
+                indexed_text(title, text)
+                for title, text in connection.execute(
+                    "SELECT document.title, chunk.text FROM chunk JOIN document ON document.id = chunk.document_id ORDER BY chunk.id"
+                )
+            ]
+    finally:
+        drop_schema(server_url, schema)
+    progress(f"embedding the same {len(texts)} chunk texts with the model alone")
+    started = time.perf_counter()
+    embedder.embed(texts)
+    model_alone = time.perf_counter() - started
+    steps = {
+        name: {
+            "seconds": report.assets[name]["seconds"],
+            "passages_per_second": round(passages / report.assets[name]["seconds"], 1),
+            **report.counts(name),
+        }
+        for name in STEPS
+    }
+    return {
+        "dataset": dataset.name,
+        "passages": passages,
+        "chunks": len(texts),
+        "steps": steps,
+        "model_load_seconds": round(model_load, 2),
+        "end_to_end_seconds": round(end_to_end, 2),
+        "end_to_end_passages_per_second": round(passages / end_to_end, 1),
+        "model_alone_seconds": round(model_alone, 2),
+        "model_alone_chunks_per_second": round(len(texts) / model_alone, 1),
+        "end_to_end_over_model_alone": round(end_to_end / model_alone, 2),
+        "checks": report.checks,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--limit", type=int, help="only the first N passages")
+    arguments = parser.parse_args()
+    result = measure_ingest(arguments.dataset, limit=arguments.limit, progress=print)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
