@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import bm25s
@@ -17,7 +18,11 @@ from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
 from pipelines.resources.database import DatabaseResource, connect
+from pipelines.write.bm25 import index_partitions, statistics_consistent, statistics_health
 from pipelines.write.chunking import indexed_text
+from pipelines.write.chunks import materialize_chunks
+from pipelines.write.documents import materialize_documents
+from pipelines.write.registry import register_path
 from pipelines.write.runner import ingest
 
 LEXICAL = dg.Definitions(
@@ -81,3 +86,31 @@ def test_sql_scores_equal_bm25s_lucene_for_the_top_ten(indexed_demo: str, k1: fl
             np.testing.assert_allclose([score for _, score in ranked], expected[top], rtol=0, atol=1e-6)
             for chunk_id, score in ranked:
                 assert abs(score - expected[ids.index(chunk_id)]) <= 1e-6, (question, chunk_id)
+
+
+def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path: Path) -> None:
+    """Partitions indexed and retracted at the same time, batch by batch, leave every statistic exact."""
+    database = make_database()
+    folder = tmp_path / "parallel"
+    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    with database.connection() as connection:
+        keys = register_path(connection, folder).keys
+    materialize_documents(database, keys, max_bytes=1_000_000, batch_size=100)
+    materialize_chunks(database, keys, max_tokens=60, overlap_tokens=10, batch_size=100)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda key: index_partitions(database, [key], batch_size=1), keys))
+    with database.connection() as connection:
+        assert statistics_consistent(statistics_health(connection))
+
+    removed = keys[::2]
+    for key in removed:
+        (folder / key.split("/", 1)[1]).unlink()
+    with database.connection() as connection:
+        register_path(connection, folder)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(lambda key: materialize_documents(database, [key], max_bytes=1_000_000, batch_size=1), removed))
+    with database.connection() as connection:
+        health = statistics_health(connection)
+        assert statistics_consistent(health)
+        assert health["chunks"] == connection.execute("SELECT count(*) FROM chunk").fetchone()[0] > 0
