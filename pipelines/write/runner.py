@@ -4,8 +4,8 @@
 `ingest_documents` job once over every partition with work to do (new, changed or removed files, and
 any whose last run did not finish), then the `refresh_graph` job. `materialize(names)` runs assets
 by name (by default every asset but the read side's): per-document assets over all their
-partitions, the others once. Both return what
-each asset reported (inserted, updated, deleted, unchanged, skipped, rows, ...).
+partitions, the others once. Both return what each asset reported (inserted, updated, deleted,
+unchanged, skipped, rows, ...) and every asset check's outcome.
 """
 
 from __future__ import annotations
