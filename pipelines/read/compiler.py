@@ -55,6 +55,8 @@ ROW_SHAPE: dict[str, str] = {
 RESULT_COLUMNS: tuple[str, ...] = ("lane", *(c for c in ROW_SHAPE if c != "ordering"))
 UNION_CTE = "ordered_context"
 LANE_LIMIT = "lane_limit"
+# The SQL type a bind name is declared with, or None when it names nothing known.
+DeclaredTypes = Callable[[str], str | None]
 DISTANCE_OPERATORS = tuple(OPERATORS[op] for op in ("<->", "<#>", "<=>", "<+>", "<~>", "<%>"))
 
 
@@ -247,9 +249,6 @@ def compile_template(
         return query_types.get(name)
 
     return _finish(template.tree, declared, catalog, (), (path,), where=template.location(None))
-
-
-DeclaredTypes = Callable[[str], str | None]
 
 
 def _declared_types(shape: Shape) -> DeclaredTypes:

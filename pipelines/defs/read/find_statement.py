@@ -15,12 +15,18 @@ from pipelines.resources.database import DatabaseResource
 from pipelines.resources.errors import LanegraphError
 
 
+# The graph-wide assets: the check proves the plan on the tables they fill (an empty corpus cannot
+# show the BM25 posting index), so the statement shows as stale after each graph refresh.
+GRAPH_WIDE_ASSETS = ("entity_graph", "communities", "entity_profiles", "raptor_levels")
+
+
 def _config(database: DatabaseResource) -> LanegraphConfig:
     return load_config(Path(database.config_path) if database.config_path else None)
 
 
 @dg.asset(
     group_name="read",
+    deps=list(GRAPH_WIDE_ASSETS),
     description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
 )
 def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
