@@ -14,7 +14,7 @@ from importlib import import_module
 from pipelines.resources.errors import LanegraphError
 
 # Order here is the order of `lanegraph --help`.
-COMMAND_MODULES = ("demo", "db", "ingest", "materialize", "find", "explain", "compile", "check", "ui", "bench")
+COMMAND_MODULES = ("demo", "db", "ingest", "materialize", "find", "explain", "compile", "check", "eval", "ui", "bench")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,144 @@
+"""An evaluation end to end: load the dataset, build its database, run every arm, report.
+
+Every arm answers every question on the same database with the same question vectors: each
+question is embedded once, up front, so latency measures retrieval (the statement, dedupe and
+packing), not the embedding model, and every arm sees identical vectors. find runs traced, so no
+arm changes the access counts (a ranking input) that the next arm sees.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.config import LanegraphConfig, default_config_path, load_config
+from pipelines.evaluation.arms import Arm, choose_arms, ranking_statement
+from pipelines.evaluation.build import ensure_built
+from pipelines.evaluation.dataset import Question, Split, load_dataset
+from pipelines.evaluation.metrics import ranking_depth
+from pipelines.evaluation.passages import EvidenceSource, load_chunk_documents, passage_ranking
+from pipelines.evaluation.report import ArmOutcome, build_report
+from pipelines.read.execute import run_statement
+from pipelines.read.find import embedder_for, find
+from pipelines.resources.database import Database, open_database
+from pipelines.resources.embedder import Embedder
+from pipelines.resources.errors import InputError
+
+DEFAULT_CUTOFFS = (2, 5, 10)
+Progress = Callable[[str], None]
+Retriever = Callable[[str], list[EvidenceSource]]
+
+
+@dataclass(frozen=True)
+class EvaluationRequest:
+    dataset: Path
+    split: Split = "dev"
+    queries: int | None = None
+    arms: tuple[str, ...] = ()
+    cutoffs: tuple[int, ...] = DEFAULT_CUTOFFS
+    lanes_files: tuple[Path, ...] = ()
+    config_path: Path = field(default_factory=default_config_path)
+    # Tests pass their own schema; otherwise each dataset gets its own database.
+    database_url: str | None = None
+    rebuild: bool = False
+
+
+class QuestionVectors:
+    """An embedder that answers from vectors computed once for the evaluated questions."""
+
+    def __init__(self, embedder: Embedder, questions: Sequence[str]) -> None:
+        self.model_id = embedder.model_id
+        self.dimension = embedder.dimension
+        self._embedder = embedder
+        self._vectors = dict(zip(questions, embedder.embed(list(questions)), strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [text for text in texts if text not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
+        return np.stack([self._vectors[text] for text in texts])
+
+
+def _find_retriever(database: Database, arm: Arm, embedder: Embedder, depth: int) -> Retriever:
+    # Enough rows for every cutoff: a k below the deepest cutoff would cap Recall@k by construction.
+    k = max(arm.config.settings.k, depth)
+
+    def retrieve(question: str) -> list[EvidenceSource]:
+        result = find(database, question, k=k, config=arm.config, trace=True, embedder=embedder)
+        return [(candidate.document_id, candidate.source_chunk_id) for candidate in result.evidence]
+
+    return retrieve
+
+
+def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retriever:
+    assert arm.ranking is not None
+    ranking = ranking_statement(arm.config, arm.ranking)
+
+    def retrieve(question: str) -> list[EvidenceSource]:
+        vector = embedder.embed([question])[0]
+        with database.connection() as connection:
+            rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
+        return [(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)]
+
+    return retrieve
+
+
+def run_arm(
+    database: Database,
+    arm: Arm,
+    questions: Sequence[Question],
+    *,
+    embedder: Embedder,
+    chunk_documents: dict[str, str],
+    depth: int,
+) -> ArmOutcome:
+    retrieve = (
+        _ranking_retriever(database, arm, embedder)
+        if arm.ranking
+        else _find_retriever(database, arm, embedder, depth)
+    )
+    # One untimed call compiles and prepares the statement, so latency measures answering only.
+    retrieve(questions[0].text)
+    rankings: dict[str, list[str]] = {}
+    latencies_ms: list[float] = []
+    for question in questions:
+        started = time.perf_counter()
+        evidence = retrieve(question.text)
+        latencies_ms.append((time.perf_counter() - started) * 1000)
+        rankings[question.id] = passage_ranking(evidence, chunk_documents)
+    return ArmOutcome(arm.name, rankings, latencies_ms)
+
+
+def _checked_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
+    if not cutoffs or any(k < 1 for k in cutoffs):
+        raise InputError(f"--k takes positive cutoffs such as 2,5,10, got {','.join(map(str, cutoffs)) or 'none'}")
+    return tuple(sorted(set(cutoffs)))
+
+
+def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) -> dict[str, object]:
+    """Build (or reuse) the dataset's database, run every arm on the chosen questions, return the report."""
+    cutoffs = _checked_cutoffs(request.cutoffs)
+    dataset = load_dataset(request.dataset)
+    config: LanegraphConfig = load_config(request.config_path)
+    questions = dataset.questions_in(request.split, request.queries)
+    if not questions:
+        raise InputError(f"{request.dataset}: no {request.split} questions to evaluate")
+    arms = choose_arms(config, request.arms, request.lanes_files)
+    url = ensure_built(dataset, progress, request.database_url, rebuild=request.rebuild)
+    depth = ranking_depth(cutoffs)
+    outcomes = []
+    with open_database(request.config_path, url=url) as database:
+        with database.connection() as connection:
+            chunk_documents = load_chunk_documents(connection)
+        embedder = QuestionVectors(embedder_for(config), [question.text for question in questions])
+        for arm in arms:
+            started = time.perf_counter()
+            outcomes.append(
+                run_arm(database, arm, questions, embedder=embedder, chunk_documents=chunk_documents, depth=depth)
+            )
+            progress(f"arm {arm.name}: {len(questions)} questions in {time.perf_counter() - started:.1f} s")
+    return build_report(dataset.name, request.split, questions, outcomes, cutoffs)
