@@ -73,6 +73,7 @@ class BenchOptions:
     keep: bool = False
     reuse: bool = False
     dataset: Path | None = None
+    ingest_limit: int | None = None
     schema_prefix: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -129,10 +130,11 @@ def run_benchmark(
     reports = [bench_size(server_url, config, chunks, options, progress) for chunks in sorted(set(options.sizes))]
     report = {**reports[-1], "sizes": reports, "scaling": scaling(reports)}
     if options.dataset is not None:
+        # Imported here: it loads Dagster and the write-side definitions, which timing find never needs.
         from pipelines.bench.ingest import measure_ingest
 
         progress(f"ingest benchmark on {options.dataset}")
-        report["ingest"] = measure_ingest(options.dataset)
+        report["ingest"] = measure_ingest(options.dataset, limit=options.ingest_limit, progress=progress)
     return report
 
 

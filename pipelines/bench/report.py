@@ -79,5 +79,21 @@ def render_table(report: Mapping) -> str:
             f"HNSW build {_x(step['hnsw_build_growth_per_10x'])}"
         )
     if "ingest" in report:
-        lines += ["", "  ingest: see the JSON report's `ingest` section"]
+        lines += ["", *render_ingest(report["ingest"])]
     return "\n".join(lines)
+
+
+def render_ingest(ingest: Mapping) -> list[str]:
+    lines = [
+        f"  ingest: {ingest['passages']:,} passages of {ingest['dataset']} ({ingest['chunks']:,} chunks), "
+        f"{ingest['end_to_end_passages_per_second']} passages/s end to end",
+        "  step                 seconds   passages/s",
+    ]
+    for step, figures in ingest["steps"].items():
+        lines.append(f"  {step:<18} {figures['seconds']:>9.1f}   {figures['passages_per_second']:>10}")
+    ratio_ = ingest["end_to_end_over_model_alone"]
+    lines.append(
+        f"  embedding model alone: {ingest['model_alone_chunks_per_second']} chunks/s; whole pipeline / model alone "
+        f"{_x(ratio_)} (target ≤ 2×: {'met' if ratio_ <= 2 else 'missed'})"
+    )
+    return lines

@@ -45,6 +45,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="where to write the JSON report (default <data dir>/bench/report.json)")
     parser.add_argument("--dataset", type=Path, metavar="PATH",
                         help="also measure ingest throughput per asset on this corpus (e.g. musique.json)")
+    parser.add_argument("--ingest-limit", type=int, metavar="N", help="ingest only the dataset's first N passages")
     parser.add_argument("--keep", action="store_true", help="keep each size's corpus schema after the run")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse a kept corpus of the same size and seed instead of regenerating it")
@@ -60,6 +61,7 @@ def run(arguments: argparse.Namespace) -> int:
         options = BenchOptions(
             sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
             keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
+            ingest_limit=arguments.ingest_limit,
         )
     except ValueError as error:
         raise InputError(f"lanegraph bench: {error}") from None
