@@ -77,15 +77,14 @@ ORDER BY degree DESC, name LIMIT %(limit)s
 
 ENTITIES_PER_KIND = "SELECT kind, count(*) FROM entity GROUP BY kind ORDER BY count(*) DESC, kind"
 
+# One embedding per distinct statement (a sentence stating several facts is embedded once),
+# written back by primary key.
 FACT_STATEMENTS_WITHOUT_EMBEDDING = """
-SELECT DISTINCT statement FROM fact
+SELECT statement, array_agg(id ORDER BY id) FROM fact
 WHERE embedding IS NULL AND recorded_to IS NULL
-ORDER BY statement
+GROUP BY statement ORDER BY statement
 """
-SET_FACT_EMBEDDING = """
-UPDATE fact SET embedding = %(embedding)s
-WHERE statement = %(statement)s AND embedding IS NULL AND recorded_to IS NULL
-"""
+SET_FACT_EMBEDDING = "UPDATE fact SET embedding = %(embedding)s WHERE id = ANY(%(ids)s)"
 
 KINDS_WITHOUT_EMBEDDING = "SELECT name, description FROM entity_kind WHERE embedding IS NULL ORDER BY name"
 SET_KIND_EMBEDDING = "UPDATE entity_kind SET embedding = %(embedding)s WHERE name = %(name)s"

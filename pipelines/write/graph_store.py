@@ -84,7 +84,7 @@ def refresh_entity_graph(database: Database, embed: Embed, progress: Progress = 
         report.degrees_updated = connection.execute(q.UPDATE_DEGREES).rowcount
     report.facts_embedded = _embed_missing(
         database, q.FACT_STATEMENTS_WITHOUT_EMBEDDING, q.SET_FACT_EMBEDDING,
-        lambda row: row[0], lambda row: {"statement": row[0]}, embed, progress, "fact statements",
+        lambda row: row[0], lambda row: {"ids": row[1]}, embed, progress, "fact statements",
     )
     report.entities_embedded = _embed_missing(
         database, q.ENTITIES_WITHOUT_EMBEDDING, q.SET_ENTITY_EMBEDDING,
