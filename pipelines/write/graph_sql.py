@@ -174,7 +174,7 @@ WITH related AS (
 )
 SELECT
     (SELECT count(*) FROM related),
-    (SELECT count(*) FROM related r WHERE EXISTS (SELECT 1 FROM community c WHERE r.id = ANY(c.members)))
+    (SELECT count(*) FROM related WHERE id IN (SELECT unnest(members) FROM community))
 """
 
 RAPTOR_ROOTS = """
