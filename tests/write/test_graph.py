@@ -1,4 +1,4 @@
-"""The whole write side on the demo corpus, materialized for real in-process through the runner:
+"""The whole write side on most of the demo corpus, materialized for real in-process through the runner:
 per-document assets and extraction over the partitions, then the graph-wide assets and every check."""
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ from pipelines.write.runner import WriteReport, ingest, materialize
 
 SETTINGS = load_config(PROJECT_ROOT / "lanes.yaml").pipeline
 DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+# The documents every assertion below needs (superseded leads and states, aliases, a profile with
+# sources in three documents); the rest of the demo would only make the test slower.
+DEMO_SUBSET = (
+    "battery-handling-standard.md", "company-overview.md", "lantern-airspace-review.md",
+    "leadership-decisions-log-2025.md", "people-and-teams.md", "project-heron.md", "project-lantern.md",
+    "project-mooring.md", "project-tessel.md",
+)
 DEFINITIONS = dg.Definitions(
     assets=[
         document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings,
@@ -51,7 +58,9 @@ class DemoGraph:
 @pytest.fixture(scope="module")
 def demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoGraph]:
     corpus = tmp_path_factory.mktemp("demo") / "documents"
-    shutil.copytree(DEMO, corpus)
+    corpus.mkdir()
+    for name in DEMO_SUBSET:
+        shutil.copy(DEMO / name, corpus / name)
     url = make_schema_url()
     instance = dg.DagsterInstance.ephemeral()
     first = ingest(corpus, definitions=DEFINITIONS, instance=instance, database_url=url)
@@ -90,7 +99,7 @@ def test_facts_are_grounded_in_their_source_chunk(demo: DemoGraph) -> None:
         "SELECT f.statement, c.text, f.document_id, c.document_id FROM fact f JOIN chunk c ON c.id = f.source_chunk_id",
     )
     [(total,)] = rows(demo.database, "SELECT count(*) FROM fact")
-    assert len(facts) == total > 150
+    assert len(facts) == total > 100
     for statement, chunk_text, fact_document, chunk_document in facts:
         assert statement in chunk_text
         assert statement[-1] in ".!?"
@@ -99,7 +108,7 @@ def test_facts_are_grounded_in_their_source_chunk(demo: DemoGraph) -> None:
 
 def test_a_second_extraction_changes_nothing(demo: DemoGraph) -> None:
     first, second = demo.first.assets["entities_and_facts"], demo.second.assets["entities_and_facts"]
-    assert first["inserted"] > 150 and first["entities_created"] > 40
+    assert first["inserted"] > 100 and first["entities_created"] > 30
     assert (second["inserted"], second["deleted"], second["updated"], second["entities_created"]) == (0, 0, 0, 0)
     assert second["unchanged"] == first["inserted"]
     [(duplicates,)] = rows(
@@ -193,7 +202,7 @@ def test_communities_cover_the_related_entities(demo: DemoGraph) -> None:
                (SELECT count(*) FROM related r WHERE EXISTS (SELECT 1 FROM community c WHERE r.id = ANY(c.members)))
         """,
     )
-    assert related > 40 and covered / related >= 0.95
+    assert related > 30 and covered / related >= 0.95
     for level, parent_level, summary, members, dimensions in rows(
         demo.database,
         """
