@@ -7,7 +7,9 @@
 --   idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))          (Lucene's variant: never negative)
 --   score(c, q) = sum over t in q of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
 -- N and avglen come from bm25_corpus, df from bm25_term; the write side keeps both in step with the
--- postings. The idf is computed once per query term (MATERIALIZED), not once per posting.
+-- postings. The idf is computed once per query term (MATERIALIZED), not once per posting, and each
+-- term's postings are read by a LATERAL probe of the primary key: as a plain join, a generic plan
+-- on a small or freshly loaded table reads the postings from the chunk side instead.
 WITH query_term AS MATERIALIZED (
     SELECT
         bm25_term.term,
@@ -29,7 +31,12 @@ SELECT
         )
     ) AS score
 FROM query_term
-JOIN bm25_posting ON bm25_posting.term = query_term.term
+CROSS JOIN LATERAL (
+    SELECT bm25_posting.chunk_id, bm25_posting.term_frequency
+    FROM bm25_posting
+    WHERE bm25_posting.term = query_term.term
+    OFFSET 0  -- @constant: keeps the per-term index probe from being flattened into a join
+) AS bm25_posting
 JOIN bm25_chunk_length ON bm25_chunk_length.chunk_id = bm25_posting.chunk_id
 CROSS JOIN bm25_corpus
 GROUP BY bm25_posting.chunk_id
