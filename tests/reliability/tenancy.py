@@ -160,6 +160,8 @@ def hashed_embedding(texts: Sequence[str], dimension: int) -> np.ndarray:
 class HashedEmbedder:
     """`hashed_embedding` as an Embedder, so find embeds questions the way the world was planted."""
 
+    model_id = "test-hashed-words"
+
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
 

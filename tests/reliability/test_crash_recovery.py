@@ -1,0 +1,101 @@
+"""Crash recovery: a write run killed at several points, then run again, leaves exactly the tables an
+uninterrupted run leaves (per-table fingerprints: row count and md5 of the ordered rows, timestamps
+excluded).
+
+Faults are placed by statement count rather than by time: an uninterrupted run reports how many SQL
+statements and commits it sends, and each faulty run dies just before its N-th, for N spread over
+the whole run (documents, chunks, embeddings, BM25, extraction, graph, communities, profiles,
+RAPTOR). LANEGRAPH_FAULT_POINTS sets how many points (default 3).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pipelines.resources.database import prepare_database
+from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from tests.reliability.writes import Baseline, Target, WriteWorker, differing_tables, fresh_home
+
+pytestmark = pytest.mark.slow
+
+FAULT_POINTS = int(os.environ.get("LANEGRAPH_FAULT_POINTS", "3"))
+
+
+def spread(total: int, count: int) -> list[int]:
+    return [max(1, total * (i + 1) // (count + 1)) for i in range(count)]
+
+
+def test_runs_killed_at_several_points_then_rerun_converge(
+    worker: WriteWorker, corpus: Path, baseline: Baseline, make_schema_url: Callable[[], str]
+) -> None:
+    statements, expected = baseline.statements, baseline.fingerprints
+    mismatches: dict[int, dict[str, str]] = {}
+    points = spread(statements, FAULT_POINTS)
+    for point in points:
+        target = Target(make_schema_url(), fresh_home())
+        killed, _ = worker.run(target, corpus, kill_at=point, kill="self")
+        assert killed == -signal.SIGKILL, f"the run meant to die at statement {point} exited {killed}"
+        rerun, _ = worker.run(target, corpus)
+        assert rerun == 0, worker.log_tail()
+        if difference := differing_tables(expected, target.fingerprints()):
+            mismatches[point] = difference
+    print(
+        f"process kills: {len(points)} faults injected at statements {points} of {statements}, "
+        f"{len(expected)} tables compared after each re-run, {len(mismatches)} mismatches"
+    )
+    assert mismatches == {}
+
+
+def test_a_run_killed_twice_then_rerun_converges(
+    worker: WriteWorker, corpus: Path, baseline: Baseline, make_schema_url: Callable[[], str]
+) -> None:
+    statements, expected = baseline.statements, baseline.fingerprints
+    target = Target(make_schema_url(), fresh_home())
+    first, second = spread(statements, 2)
+    assert worker.run(target, corpus, kill_at=first, kill="self")[0] == -signal.SIGKILL
+    # The recovery run is killed too, a little later in its own sequence (if it gets that far).
+    assert worker.run(target, corpus, kill_at=second, kill="self")[0] in (0, -signal.SIGKILL)
+    assert worker.run(target, corpus)[0] == 0, worker.log_tail()
+    assert differing_tables(expected, target.fingerprints()) == {}
+
+
+@pytest.fixture()
+def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+    """A server of this test's own, so killing it disturbs no other test."""
+    if os.environ.get("DATABASE_URL"):
+        pytest.skip("kills an embedded server; DATABASE_URL points elsewhere")
+    server = EmbeddedPostgres(tmp_path / "own-server")
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_killing_the_database_server_mid_run_then_rerun_converges(
+    worker: WriteWorker, corpus: Path, baseline: Baseline, own_server: EmbeddedPostgres,
+    embedding_dimension: int,
+) -> None:
+    statements, expected = baseline.statements, baseline.fingerprints
+    url = own_server.database_url("lanegraph")
+    prepare_database(url, embedding_dimension)
+    target = Target(url, fresh_home())
+    point = statements // 2
+    crashed, _ = worker.run(target, corpus, kill_at=point, kill="server", postmaster_pid=own_server.status().pid)
+    assert crashed != 0 and not own_server.status().running
+    # As a user would, from a new process (the wheel caches a server handle per process); the
+    # server's crash recovery replays the write-ahead log.
+    restarted = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "db", "start"], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "LANEGRAPH_DATA_DIR": str(own_server.data_dir)},
+    )
+    assert restarted.returncode == 0, restarted.stderr
+    assert worker.run(target, corpus)[0] == 0, worker.log_tail()
+    difference = differing_tables(expected, target.fingerprints())
+    print(f"server kill: 1 fault injected at statement {point} of {statements}, {len(difference)} mismatching tables")
+    assert difference == {}
