@@ -22,19 +22,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command_names: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lanegraph",
         description="PostgreSQL-native graph-RAG: build the graph with Dagster, answer with one SQL statement.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in command_names:
         import_module(f"pipelines.cli.{name}").register(commands)
     return parser
 
 
+def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
+    """Only the named command's module: importing them all (Dagster, torch, ranx) costs seconds."""
+    first = next((argument for argument in argv if not argument.startswith("-")), None)
+    return (first,) if first in COMMAND_MODULES else COMMAND_MODULES
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_commands_needed(argv))
     arguments = parser.parse_args(argv)
     try:
         return int(arguments.handler(arguments) or 0)
