@@ -67,7 +67,8 @@ def progress_on_stderr(min_interval_seconds: float = 0.5) -> Iterator[None]:
 
 
 def print_report(report: WriteReport, *, as_json: bool) -> int:
-    """Per-asset counts, checks and skipped input; exit status 1 when a check failed."""
+    """Per-asset counts, checks and skipped input; exit status 1 when a check failed or when every
+    document input was refused (a script must not take "nothing ingested" for success)."""
     if as_json:
         print(json.dumps({
             "partitions": report.partitions,
@@ -88,4 +89,8 @@ def print_report(report: WriteReport, *, as_json: bool) -> int:
             print(f"check {check}: {'passed' if passed else 'FAILED'}")
         for line in report.skipped:
             print(f"skipped {line}")
-    return 0 if all(report.checks.values()) else 1
+    kept = report.counts("documents")
+    refused_everything = bool(report.skipped) and "documents" in report.assets and not any(
+        kept.get(name) for name in ("inserted", "updated", "unchanged", "deleted")
+    )
+    return 0 if all(report.checks.values()) and not refused_everything else 1
