@@ -7,6 +7,7 @@ DATABASE_URL, in process through `pipelines.cli.main` and once through a real `l
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,12 +94,14 @@ def cli_database(make_schema_url: Callable[[], str], monkeypatch: pytest.MonkeyP
         yield database
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`lanegraph ARGV` in this process: exit status, stdout, stderr."""
     try:
         status = main(list(argv))
     except SystemExit as exit_:
         status = exit_.code if isinstance(exit_.code, int) else 1
-    return status, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
 
 
 @pytest.mark.parametrize(
@@ -126,7 +129,7 @@ def test_bad_command_lines_exit_non_zero_with_one_line_and_write_nothing(
 ) -> None:
     with cli_database.connection() as connection:
         before = table_counts(connection)
-    status, stderr = run_cli(capsys, *argv)
+    status, _, stderr = run_cli(capsys, *argv)
     assert status != 0
     assert_one_line(stderr, fragment)
     with cli_database.connection() as connection:
@@ -146,7 +149,7 @@ def test_bad_database_url_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str, fragment: str
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", url)
-    status, stderr = run_cli(capsys, "find", "Heron")
+    status, _, stderr = run_cli(capsys, "find", "Heron")
     assert status != 0
     assert_one_line(stderr, fragment)
 
@@ -162,3 +165,48 @@ def test_a_real_process_exits_non_zero_without_a_traceback(tmp_path: Path) -> No
     assert finished.returncode == 2 and finished.stdout == ""
     duplicate_line = VALID_LANES.splitlines().index("version: 1") + 2
     assert_one_line(finished.stderr, f"{lanes}:{duplicate_line}: duplicate key 'version'")
+
+
+def bad_documents(folder: Path) -> dict[str, str]:
+    """Write one file per kind of bad document; returns file name -> what its skip line must say."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "binary.md").write_bytes(bytes(range(256)) * 16)
+    (folder / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (folder / "empty.md").write_bytes(b"")
+    with (folder / "enormous.md").open("wb") as enormous:
+        enormous.truncate(load_config().pipeline.documents.max_bytes + 1)  # sparse: costs no disk
+    (folder / "broken.jsonl").write_text('{"id": "b1", "text": \n[1, 2]\n{"id": "b3", "text": 5}\n')
+    return {
+        "binary.md": "binary file", "latin1.txt": "invalid UTF-8", "empty.md": "empty file",
+        "enormous.md": "max_bytes", "broken.jsonl:1": "invalid JSON", "broken.jsonl:2": "expected a JSON object",
+        "broken.jsonl:3": "'text' must be a string",
+    }
+
+
+def ingest_json(capsys: pytest.CaptureFixture[str], path: Path) -> tuple[int, dict]:
+    status, out, err = run_cli(capsys, "ingest", str(path), "--no-graph", "--json")
+    assert out.strip(), err
+    return status, json.loads(out)
+
+
+@pytest.mark.slow
+def test_bad_documents_are_skipped_with_one_line_each_and_leave_no_rows(
+    cli_database: Database, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "inbox"
+    expected = bad_documents(folder)
+    with cli_database.connection() as connection:
+        before = table_counts(connection)
+
+    status, report = ingest_json(capsys, folder)
+
+    assert status != 0, "every input was refused, yet the command reported success"
+    skipped = report["skipped"]
+    for where, reason in expected.items():
+        lines = [line for line in skipped if f"{folder / where}:" in line + ":"]
+        assert len(lines) == 1 and reason in lines[0], (where, skipped)
+        assert_one_line(lines[0])
+    # Bookkeeping may change: the registry notes every file it saw, extraction seeds the ontology.
+    bookkeeping = {"document_source": 0, "entity_kind": 0}
+    with cli_database.connection() as connection:
+        assert table_counts(connection) | bookkeeping == before | bookkeeping

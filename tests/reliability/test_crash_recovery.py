@@ -99,3 +99,19 @@ def test_killing_the_database_server_mid_run_then_rerun_converges(
     difference = differing_tables(expected, target.fingerprints())
     print(f"server kill: 1 fault injected at statement {point} of {statements}, {len(difference)} mismatching tables")
     assert difference == {}
+
+
+def test_the_tables_do_not_depend_on_the_hash_seed(
+    tmp_path: Path, corpus: Path, baseline: Baseline, make_schema_url: Callable[[], str]
+) -> None:
+    other = WriteWorker(tmp_path, hash_seed=1)
+    try:
+        target = Target(make_schema_url(), fresh_home())
+        assert other.run(target, corpus)[0] == 0, other.log_tail()
+    finally:
+        other.close()
+    # Set iteration order follows the hash seed; output that depends on it differs here (an earlier
+    # extraction did: 59 vs 56 entities, 72 vs 78 facts for two clean runs of this corpus).
+    difference = differing_tables(baseline.fingerprints, target.fingerprints())
+    print(f"hash seed 0 vs 1: {len(difference)} differing tables {difference}")
+    assert difference == {}

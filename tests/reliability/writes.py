@@ -62,11 +62,11 @@ class Baseline:
 class WriteWorker:
     """The test's end of tests/reliability/write_worker.py."""
 
-    def __init__(self, scratch: Path) -> None:
+    def __init__(self, scratch: Path, hash_seed: int = 0) -> None:
         self.scratch = scratch
-        # One hash seed for every run: extraction output must not depend on set iteration order
-        # for the comparison to test crash recovery alone (see test_runs_are_deterministic).
-        environment = {**os.environ, "PYTHONHASHSEED": "0"}
+        # One hash seed for every run of a worker, so a crash test compares crash recovery alone;
+        # test_the_tables_do_not_depend_on_the_hash_seed checks the seed separately.
+        environment = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.write_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=PROJECT_ROOT,
