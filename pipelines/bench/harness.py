@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from pipelines.bench.loader import (
 )
 from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
 from pipelines.bench.timing import Summary, growth_per_decade, interleaved, ratio, rotation
-from pipelines.config import LanegraphConfig
+from pipelines.config import PROJECT_ROOT, LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.read.explain import lane_timings
@@ -50,6 +51,8 @@ STORED_QUERIES = 1_000
 # Enough for auto plan caching to settle (five custom plans) and the caches to fill.
 WARMUP_QUERIES = 10
 EXPLAIN_QUERIES = 20
+CONFINED_QUERIES = 10
+CONFINED_WARMUP_QUERIES = 2
 LANE_EXPLAIN_QUERIES = 5
 COSTLIEST_NODES = 12
 SERVER_SETTINGS = (
@@ -128,7 +131,7 @@ def run_benchmark(
     The top-level figures are those of the largest size; `sizes` holds every size's report and
     `scaling` the growth per 10x between consecutive sizes."""
     reports = [bench_size(server_url, config, chunks, options, progress) for chunks in sorted(set(options.sizes))]
-    report = {**reports[-1], "sizes": reports, "scaling": scaling(reports)}
+    report = {**reports[-1], "sizes": reports, "scaling": scaling(reports), "code": code_version()}
     if options.dataset is not None:
         # Imported here: it loads Dagster and the write-side definitions, which timing find never needs.
         from pipelines.bench.ingest import measure_ingest
@@ -205,12 +208,22 @@ def measure_latency(
             "roundtrips": round_trips,
             "find_generic": lambda v: run_statement(generic, statements.find, v),
             "find_custom": lambda v: run_statement(custom, statements.find, v),
-            "find_confined": lambda v: run_statement(confined, statements.find, v),
             "empty_round_trip": lambda v: run_statement(main, EMPTY_ROUND_TRIP, {}),
         }
         for probe in statements.probes:
             variants[f"floor_{probe.name}"] = lambda v, p=probe: run_statement(main, p.statement, p.values(v))
         samples = interleaved(variants, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
+        # Under row-level security the statement can cost many times more, so it is timed against
+        # the owner's on fewer questions, in a pair of its own.
+        confined_pair = interleaved(
+            {
+                "find_owner": lambda v: run_statement(main, statements.find, v),
+                "find_confined": lambda v: run_statement(confined, statements.find, v),
+            },
+            values[:CONFINED_QUERIES],
+            warmup_queries=CONFINED_WARMUP_QUERIES,
+        )
+        samples.update(confined_pair)
         warmup_calls = min(options.warmup_queries, len(values))
         lane_samples = {name: ms[warmup_calls:] for name, ms in lane_samples.items()}
         first = values[0]
@@ -343,7 +356,7 @@ def size_report(
         "custom_p50_ms": summaries["find_custom"].p50_ms,
         "generic_vs_custom": ratio(summaries["find_generic"].p50_ms, summaries["find_custom"].p50_ms),
         "confined_p50_ms": summaries["find_confined"].p50_ms,
-        "confined_vs_owner": ratio(summaries["find_confined"].p50_ms, find.p50_ms),
+        "confined_vs_owner": ratio(summaries["find_confined"].p50_ms, summaries["find_owner"].p50_ms),
         "empty_round_trip_p50_ms": empty.p50_ms,
         "floor": {
             name: {
@@ -409,3 +422,19 @@ def server_settings(connection: psycopg.Connection) -> dict[str, object]:
     settings["pgvector"] = vector[0] if vector else None
     settings["cpu_count"] = os.cpu_count()
     return settings
+
+
+def code_version() -> dict[str, object]:
+    """The commit that was measured, and how many tracked files differed from it."""
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *arguments], capture_output=True, text=True, check=True
+        ).stdout
+
+    try:
+        return {
+            "commit": git("rev-parse", "HEAD").strip(),
+            "modified_files": len(git("status", "--porcelain", "--untracked-files=no").splitlines()),
+        }
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "modified_files": None}

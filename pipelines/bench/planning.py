@@ -106,7 +106,8 @@ def costliest_nodes(plan: Mapping, lanes: Sequence[str], count: int) -> list[dic
 def charged_nodes(plan: Mapping, lanes: Sequence[str]) -> list[tuple[str, Mapping, float]]:
     """(lane, node, own milliseconds) for every node of an EXPLAIN (ANALYZE, TIMING ON) plan.
 
-    A node's own time is its total minus its children's, times its loops. It is charged to the
+    A node's own time is its total minus its children's, times its loops (for a node run by
+    parallel workers, that is their time added up, not the wall time). It is charged to the
     lane whose MATERIALIZED CTE encloses it (the compiler names a lane's CTEs `<lane>_<part>`), or,
     for what PostgreSQL inlined, to the lane whose branch of the union it sits in (the union's
     branches come in lane order); else to `statement` (the union itself, the final sort). A CTE
