@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -18,6 +17,7 @@ import httpx
 import numpy as np
 
 from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -125,7 +125,7 @@ class LocalMiniLMEmbedder:
 class OpenAICompatibleEmbedder:
     """Any server that speaks OpenAI's POST /embeddings: OpenAI itself, vLLM, Ollama, LiteLLM, TEI."""
 
-    retry_delays_seconds = (0.5, 2.0)
+    retry_delays_seconds = RETRY_DELAYS_SECONDS
 
     def __init__(
         self,
@@ -143,17 +143,7 @@ class OpenAICompatibleEmbedder:
         self.dimension = dimension
         self.batch_size = batch_size
         self.timeout = timeout
-        self._headers = {"Content-Type": "application/json"}
-        # The key comes only from the environment so it never lands in a settings file or a log.
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ConfigError(
-                    f"environment variable {api_key_env} is not set; the embedding endpoint "
-                    f"{self.endpoint} needs its API key there (set pipeline.embedding.api_key_env "
-                    "to null for an endpoint without authentication)"
-                )
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = json_headers(api_key_env, self.endpoint, "pipeline.embedding.openai.api_key_env")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = _text_list(texts)
@@ -167,34 +157,11 @@ class OpenAICompatibleEmbedder:
         return _normalized(np.concatenate(batches), f"embedding endpoint {self.endpoint}")
 
     def _embed_batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
-        payload = self._post_with_retries(client, {"model": self.model_id, "input": texts})
-        return self._vectors_from_response(payload, expected_count=len(texts))
-
-    def _post_with_retries(self, client: httpx.Client, body: dict) -> dict:
-        for attempt, delay in enumerate((*self.retry_delays_seconds, None)):
-            try:
-                response = client.post(self.endpoint, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as error:
-                failure = f"{type(error).__name__}: {error}"
-            else:
-                if response.status_code < 400:
-                    try:
-                        return response.json()
-                    except ValueError as error:
-                        raise EmbeddingError(
-                            f"embedding endpoint {self.endpoint} answered with invalid JSON: {error}"
-                        ) from error
-                failure = f"HTTP {response.status_code}: {response.text[:200]!r}"
-                # Rate limits and server errors pass; any other 4xx is our request or key.
-                if response.status_code != 429 and response.status_code < 500:
-                    break
-            if delay is None:
-                break
-            time.sleep(delay)
-        raise EmbeddingError(
-            f"embedding endpoint {self.endpoint} failed after {attempt + 1} attempt(s) "
-            f"for model {self.model_id}: {failure}"
+        payload = post_json(
+            client, self.endpoint, {"model": self.model_id, "input": texts}, error=EmbeddingError,
+            describe=f"for model {self.model_id}", retry_delays_seconds=self.retry_delays_seconds,
         )
+        return self._vectors_from_response(payload, expected_count=len(texts))
 
     def _vectors_from_response(self, payload: dict, expected_count: int) -> np.ndarray:
         try:

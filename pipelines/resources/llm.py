@@ -8,12 +8,11 @@ error wherever it happens. The API key is read from the named environment variab
 from __future__ import annotations
 
 import json
-import os
-import time
 
 import httpx
 
 from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
 
 class LLMError(LanegraphError):
@@ -23,7 +22,7 @@ class LLMError(LanegraphError):
 class ChatClient:
     """Chat completions with retries on rate limits, server errors and dropped connections."""
 
-    retry_delays_seconds = (0.5, 2.0)
+    retry_delays_seconds = RETRY_DELAYS_SECONDS
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0) -> None:
         if not base_url or not model:
@@ -31,16 +30,7 @@ class ChatClient:
         self.endpoint = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout = timeout
-        self._headers = {"Content-Type": "application/json"}
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise ConfigError(
-                    f"environment variable {api_key_env} is not set; the chat endpoint {self.endpoint} "
-                    "needs its API key there (set llm.api_key_env to an empty string for an endpoint "
-                    "without authentication)"
-                )
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = json_headers(api_key_env, self.endpoint, "llm.api_key_env")
 
     def complete(self, system: str, user: str, *, max_tokens: int | None = None) -> str:
         """The assistant's text answer to one system + user exchange."""
@@ -68,27 +58,11 @@ class ChatClient:
             "temperature": 0,
         }
         body.update({key: value for key, value in options.items() if value is not None})
-        failure = ""
         with httpx.Client(timeout=self.timeout, headers=self._headers) as client:
-            for attempt, delay in enumerate((*self.retry_delays_seconds, None), start=1):
-                try:
-                    response = client.post(self.endpoint, json=body)
-                except (httpx.TimeoutException, httpx.TransportError) as error:
-                    failure = f"{type(error).__name__}: {error}"
-                else:
-                    if response.status_code < 400:
-                        try:
-                            return response.json()
-                        except ValueError as error:
-                            raise LLMError(f"chat endpoint {self.endpoint} answered with invalid JSON: {error}") from None
-                    failure = f"HTTP {response.status_code}: {response.text[:200]!r}"
-                    # Rate limits and server errors pass; any other 4xx is our request or key.
-                    if response.status_code != 429 and response.status_code < 500:
-                        break
-                if delay is None:
-                    break
-                time.sleep(delay)
-        raise LLMError(f"chat endpoint {self.endpoint} failed after {attempt} attempt(s) for model {self.model}: {failure}")
+            return post_json(
+                client, self.endpoint, body, error=LLMError, describe=f"for model {self.model}",
+                retry_delays_seconds=self.retry_delays_seconds,
+            )
 
     def _content(self, payload: dict) -> str:
         try:
