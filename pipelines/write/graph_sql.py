@@ -115,7 +115,10 @@ WHERE f.subject_id = ANY(%(ids)s) AND (f.object_id IS NULL OR f.object_id = ANY(
 ORDER BY s.degree DESC, f.statement
 """
 
-REPLACE_COMMUNITIES = "DELETE FROM community"
+# Each replace-all takes an EXCLUSIVE lock first: two runs replacing at once would otherwise both
+# delete the old rows, and the second would then insert ids the first just inserted (its DELETE's
+# snapshot did not see them) and fail on the primary key. Readers (find) are not blocked.
+REPLACE_COMMUNITIES = "LOCK TABLE community IN EXCLUSIVE MODE; DELETE FROM community"
 INSERT_COMMUNITY = """
 INSERT INTO community (id, level, parent_id, label, summary, members, embedding, scopes)
 VALUES (%(id)s, %(level)s, %(parent_id)s, %(label)s, %(summary)s, %(members)s, %(embedding)s, %(scopes)s)
@@ -131,7 +134,7 @@ UNION
 SELECT statement, scopes FROM live_fact WHERE object_id = %(id)s
 ORDER BY statement
 """
-REPLACE_PROFILES = "DELETE FROM profile"
+REPLACE_PROFILES = "LOCK TABLE profile IN EXCLUSIVE MODE; DELETE FROM profile"
 INSERT_PROFILE = """
 INSERT INTO profile (entity_id, summary, fact_count, embedding, scopes)
 VALUES (%(entity_id)s, %(summary)s, %(fact_count)s, %(embedding)s, %(scopes)s)
@@ -144,7 +147,7 @@ FROM chunk c JOIN document d ON d.id = c.document_id
 WHERE c.embedding IS NOT NULL AND d.retracted_at IS NULL
 ORDER BY c.id
 """
-REPLACE_RAPTOR = "DELETE FROM raptor_node"
+REPLACE_RAPTOR = "LOCK TABLE raptor_node IN EXCLUSIVE MODE; DELETE FROM raptor_node"
 INSERT_RAPTOR_NODE = """
 INSERT INTO raptor_node (id, level, summary, children, embedding, scopes)
 VALUES (%(id)s, %(level)s, %(summary)s, %(children)s, %(embedding)s, %(scopes)s)
