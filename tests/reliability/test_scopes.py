@@ -33,6 +33,8 @@ from pipelines.fusion import (
     fuse,
 )
 from pipelines.fusion.postgres_client import PostgresQueryClient
+from pipelines.read.cacheability import generic_plan, plan_nodes
+from pipelines.read.compiler import compile_find
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from tests.reliability.tenancy import (
@@ -234,6 +236,24 @@ def test_every_fusion_primitive_and_the_fused_result(planted: PlantedDatabase) -
             asyncio.run(ask(client, caller, random_subqueries(planted.rng, planted.world, question)))
     print("fusion evidence checked per primitive: " + ", ".join(f"{k} {v}" for k, v in sorted(per_primitive.items())))
     report(count, "fusion primitives")
+
+
+def test_the_find_statement_keeps_every_vector_index_under_row_security(planted: PlantedDatabase) -> None:
+    """The policy filters after the HNSW scan, so the reader's generic plan must use every HNSW index
+    the owner's does. Name lookups are another matter: `lower(name) = ANY(...)`, `aliases && ...`,
+    `lower(title) = ...` and trigram `%` are not leakproof, so PostgreSQL evaluates them only after
+    the policy and cannot drive an index with them; they are reported, not asserted."""
+    statement = compile_find(load_config())
+
+    def indexes(scopes: list[str] | None) -> set[str]:
+        with planted.database.connection(scopes) as connection:
+            plan = generic_plan(connection, statement)
+        return {node["Index Name"] for node in plan_nodes(plan["Plan"]) if node.get("Index Name")}
+
+    owner, reader = indexes(None), indexes(["acme"])
+    print(f"indexes the reader's plan gives up: {', '.join(sorted(owner - reader)) or 'none'}")
+    hnsw = {name for name in owner if name.endswith("_hnsw")}
+    assert hnsw and hnsw <= reader
 
 
 # Rows the write side derives, visible to a caller although the rows they come from are not. Each
