@@ -17,6 +17,8 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,7 +163,7 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
     try:
         statements = BenchStatements.of(config)
         values = [bind_values(config, question=q.text, query_vector=q.vector) for q in questions]
-        with Database(url, max_size=4) as database:
+        with Database(url, max_size=4 + len(statements.lanes)) as database:
             progress(f"{chunks} chunks: timing find, round trips and floor probes on {len(values)} questions")
             latency = measure_latency(database, statements, values, options)
             progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
@@ -194,7 +196,19 @@ def measure_latency(
         database.connection() as generic,
         database.connection() as custom,
         database.connection([]) as confined,
+        ExitStack() as stack,
+        ThreadPoolExecutor(len(statements.lanes)) as workers,
     ):
+        lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
+
+        def concurrent_round_trips(query_values: Mapping[str, object]) -> list[tuple]:
+            """The lanes at once, one connection each, as an asyncio client fans them out."""
+            pending = [
+                workers.submit(run_statement, connection, statement, query_values)
+                for connection, (_, statement) in zip(lane_connections, statements.lanes, strict=True)
+            ]
+            return [row for future in pending for row in future.result()]
+
         planning.set_plan_cache_mode(generic, "force_generic_plan")
         planning.set_plan_cache_mode(custom, "force_custom_plan")
 
@@ -206,6 +220,7 @@ def measure_latency(
         variants: dict[str, Callable[[Mapping[str, object]], object]] = {
             "find": lambda v: run_statement(main, statements.find, v),
             "roundtrips": round_trips,
+            "roundtrips_concurrent": concurrent_round_trips,
             "find_generic": lambda v: run_statement(generic, statements.find, v),
             "find_custom": lambda v: run_statement(custom, statements.find, v),
             "empty_round_trip": lambda v: run_statement(main, EMPTY_ROUND_TRIP, {}),
@@ -231,11 +246,12 @@ def measure_latency(
         roundtrip_rows, _ = run_round_trips(main, statements.lanes, first)
         generic_rows = run_statement(generic, statements.find, first)
         custom_rows = run_statement(custom, statements.find, first)
-        for connection in (main, generic, custom):
+        concurrent_rows = concurrent_round_trips(first)
+        for connection in (main, generic, custom, *lane_connections):
             connection.rollback()
     return LatencyResult(
         samples, lane_samples, tuple(p.name for p in statements.probes),
-        roundtrips_match_single=roundtrip_rows == single_rows,
+        roundtrips_match_single=roundtrip_rows == single_rows == concurrent_rows,
         generic_matches_custom=generic_rows == custom_rows,
     )
 
@@ -351,6 +367,8 @@ def size_report(
         "roundtrips_p95_ms": roundtrips.p95_ms,
         "single_vs_roundtrips": ratio(find.p50_ms, roundtrips.p50_ms),
         "single_vs_roundtrips_p95": ratio(find.p95_ms, roundtrips.p95_ms),
+        "concurrent_roundtrips_p50_ms": summaries["roundtrips_concurrent"].p50_ms,
+        "single_vs_concurrent_roundtrips": ratio(find.p50_ms, summaries["roundtrips_concurrent"].p50_ms),
         "planning_share": _mode_report(server.find["auto"])["planning_share"],
         "generic_p50_ms": summaries["find_generic"].p50_ms,
         "custom_p50_ms": summaries["find_custom"].p50_ms,

@@ -58,6 +58,8 @@ def render_table(report: Mapping) -> str:
         f"  per-lane round trips         {_ms(report['roundtrips_p50_ms']):>9} / {_ms(report['roundtrips_p95_ms'])}"
         f"   single/round trips {_x(report['single_vs_roundtrips'])} "
         f"{_verdict('single_vs_roundtrips', report['single_vs_roundtrips'])}",
+        f"  same, all lanes at once      {_ms(report['concurrent_roundtrips_p50_ms']):>9}"
+        f"   single/concurrent {_x(report['single_vs_concurrent_roundtrips'])}",
         f"  generic / custom plan        {_ms(report['generic_p50_ms']):>9} / {_ms(report['custom_p50_ms'])}"
         f"   generic/custom {_x(report['generic_vs_custom'])}",
         f"  planning / execution, prepared {report['planning_share'] * 100:7.2f} % "
