@@ -5,6 +5,14 @@ Every row carries `scopes text[]`; a caller reads a row only if it holds every s
 transaction switches to a non-owner role and publishes the caller's scopes in a transaction-local
 setting the policies read, so a statement cannot see other tenants' rows whatever its WHERE says.
 
+Who runs as what: find, `lanegraph find --scopes` and every fusion primitive run as the reader
+with the caller's scopes. The write-side assets run as the owner: graph-wide steps (entity
+resolution, BM25 statistics, communities, RAPTOR) must see every tenant's rows to compute anything,
+and a derived row's scopes come from its sources, which the leak test checks through the reader
+(tests/reliability/test_scopes.py). The writer role serves writes made on one caller's behalf: it
+reads like the reader and may change only non-public rows within its scopes, so a tenant can neither
+overwrite another tenant's row of the same id nor publish a row to everyone.
+
 This module only builds the statements; `Database.connection(scopes=...)` runs them.
 """
 
