@@ -7,9 +7,9 @@ It opens no connection and starts no thread itself, which keeps forking safe.
 Protocol, one JSON object per line: `{"op": "start", "job": {...}}` answers `{"pid": P}`;
 `{"op": "wait", "pid": P}` answers `{"exit": CODE}` (negative: killed by that signal). A job is
 `url`, `corpus`, `home` (DAGSTER_HOME), `log` (the child's output), `result` (where the child
-writes `{"statements": N}`), and optionally `kill_at` = N with `kill` = "self" (SIGKILL this run
-just before its N-th SQL statement or commit) or "server" (SIGKILL every process of the database
-server whose postmaster is `postmaster_pid`, then carry on into the dead connection).
+writes `{"statements": N}`), and optionally `kill_at` = N: just before its N-th SQL statement or
+commit the run SIGKILLs itself, after first SIGKILLing every process of the database server whose
+postmaster is `postmaster_pid` when `kill` = "server".
 
 The embedder is the instant word-hash one and the extractor the rule-based one: the crash test
 repeats the run many times and compares tables, so each run must be quick and deterministic.
@@ -93,8 +93,9 @@ class FaultAtStatement:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-        else:
-            os.kill(os.getpid(), signal.SIGKILL)
+        # The run dies too, as on a machine that lost power: carrying on into the dead server only
+        # waits out the pool's 30 s connection timeout once per remaining step before failing.
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def install(self) -> None:
         fault = self
