@@ -86,8 +86,8 @@ class BenchOptions:
             raise ValueError("every corpus size must be at least 8 chunks")
         if self.queries < 1 or self.queries > STORED_QUERIES:
             raise ValueError(f"--queries must be between 1 and {STORED_QUERIES}")
-        if self.rounds < 1 or self.warmup_queries < 0:
-            raise ValueError("rounds must be at least 1 and warm-up questions at least 0")
+        if self.rounds < 1 or self.warmup_queries < 0 or self.explain_queries < 1:
+            raise ValueError("rounds and EXPLAIN questions must be at least 1, warm-up questions at least 0")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,15 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.bench.harness import DEFAULT_CHUNKS, DEFAULT_QUERIES, STORED_QUERIES, BenchOptions, run_benchmark
+from pipelines.bench.harness import (
+    DEFAULT_CHUNKS,
+    DEFAULT_QUERIES,
+    EXPLAIN_QUERIES,
+    STORED_QUERIES,
+    WARMUP_QUERIES,
+    BenchOptions,
+    run_benchmark,
+)
 from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
 from pipelines.config import data_dir, load_config
@@ -41,6 +49,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="Q",
                         help=f"questions per size (default {DEFAULT_QUERIES}, at most {STORED_QUERIES})")
     parser.add_argument("--rounds", type=int, default=1, metavar="R", help="timed passes over the questions")
+    parser.add_argument("--warmup", type=int, default=WARMUP_QUERIES, metavar="W",
+                        help=f"untimed questions first, per size (default {WARMUP_QUERIES})")
+    parser.add_argument("--explain-queries", type=int, default=EXPLAIN_QUERIES, metavar="E",
+                        help=f"questions run under EXPLAIN ANALYZE per plan cache mode (default {EXPLAIN_QUERIES})")
     parser.add_argument("--json", type=Path, metavar="OUT",
                         help="where to write the JSON report (default <data dir>/bench/report.json)")
     parser.add_argument("--dataset", type=Path, metavar="PATH",
@@ -60,6 +72,7 @@ def run(arguments: argparse.Namespace) -> int:
     try:
         options = BenchOptions(
             sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
+            warmup_queries=arguments.warmup, explain_queries=arguments.explain_queries,
             keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
             ingest_limit=arguments.ingest_limit,
         )
