@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.config import LanegraphConfig, default_config_path, load_config
+from pipelines.config import default_config_path, load_config
 from pipelines.evaluation.arms import Arm, choose_arms, ranking_statement
 from pipelines.evaluation.build import ensure_built
 from pipelines.evaluation.dataset import Question, Split, load_dataset
@@ -123,7 +123,7 @@ def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) ->
     """Build (or reuse) the dataset's database, run every arm on the chosen questions, return the report."""
     cutoffs = _checked_cutoffs(request.cutoffs)
     dataset = load_dataset(request.dataset)
-    config: LanegraphConfig = load_config(request.config_path)
+    config = load_config(request.config_path)
     questions = dataset.questions_in(request.split, request.queries)
     if not questions:
         raise InputError(f"{request.dataset}: no {request.split} questions to evaluate")
