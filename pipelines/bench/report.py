@@ -60,10 +60,11 @@ def render_table(report: Mapping) -> str:
         f"{_verdict('single_vs_roundtrips', report['single_vs_roundtrips'])}",
         f"  same, all lanes at once      {_ms(report['concurrent_roundtrips_p50_ms']):>9}"
         f"   single/concurrent {_x(report['single_vs_concurrent_roundtrips'])}",
-        f"  generic / custom plan        {_ms(report['generic_p50_ms']):>9} / {_ms(report['custom_p50_ms'])}"
-        f"   generic/custom {_x(report['generic_vs_custom'])}",
+        f"  find's generic / custom / auto plan {_ms(report['generic_p50_ms'])} / {_ms(report['custom_p50_ms'])}"
+        f" / {_ms(report['auto_p50_ms'])}   generic/custom {_x(report['generic_vs_custom'])}",
         f"  planning / execution, prepared {report['planning_share'] * 100:7.2f} % "
-        f"{_verdict('planning_share', report['planning_share'])}",
+        f"{_verdict('planning_share', report['planning_share'])}; under auto plan caching "
+        f"{report['planning_share_auto'] * 100:.2f} %",
         "",
         "  lane              round trip p50   inside the statement",
     ]
