@@ -6,7 +6,8 @@
 - `sources`: the find statement with the sources lane only (hybrid reciprocal rank fusion).
 - `find`: the full find statement as lanes.yaml configures it.
 - `find-minus-<lane>` / `find-minus-<part>`: the full statement with one lane, or one part of the
-  facts lane (neighbors, walk, fuzzy_mentions), taken out of the plan.
+  facts lane (neighbors, walk, fuzzy_mentions) or of the sources lane (bridges), taken out of the
+  plan.
 - one arm per extra lanes.yaml, named after the file: its full find statement.
 """
 
@@ -31,11 +32,12 @@ from pipelines.read.lane_parts import Part, lane_parts
 from pipelines.read.lanes_config import SETTING_NAMES, template_path
 from pipelines.resources.errors import InputError
 
-# Ablations of the facts lane's parts: arm suffix → the plan change that removes the part.
-FACT_PART_ABLATIONS: dict[str, dict[str, object]] = {
-    "neighbors": {"neighbors": False},
-    "walk": {"hops": 0},
-    "fuzzy_mentions": {"fuzzy_mentions": False},
+# Ablations of composite lanes' parts: arm suffix → (lane kind, the plan change that removes the part).
+PART_ABLATIONS: dict[str, tuple[str, dict[str, object]]] = {
+    "neighbors": ("facts", {"neighbors": False}),
+    "walk": ("facts", {"hops": 0}),
+    "fuzzy_mentions": ("facts", {"fuzzy_mentions": False}),
+    "bridges": ("sources", {"bridges": False}),
 }
 # The sources lane's rankings, and how fuse.sql reads each: (column, best first when descending).
 RANKING_ORDER: dict[str, tuple[str, bool]] = {"bm25": ("score", True), "dense": ("rank", False)}
@@ -82,17 +84,21 @@ def ablation_arms(config: LanegraphConfig) -> list[Arm]:
         for lane in lanes
         if len(lanes) > 1
     ]
-    has_facts_parts = any(
-        config.lanes[name].kind == "facts" and template_path(config.lanes[name].template).is_dir() for name in lanes
-    )
-    if has_facts_parts:
-        plan = config.plan
-        present = {"neighbors": plan.neighbors, "walk": plan.hops > 0, "fuzzy_mentions": plan.hops > 0 and plan.fuzzy_mentions}
-        arms += [
-            Arm(f"find-minus-{part}", _with_plan(config, **change))
-            for part, change in FACT_PART_ABLATIONS.items()
-            if present[part]
-        ]
+    kinds_with_parts = {
+        config.lanes[name].kind for name in lanes if template_path(config.lanes[name].template).is_dir()
+    }
+    plan = config.plan
+    present = {
+        "neighbors": plan.neighbors,
+        "walk": plan.hops > 0,
+        "fuzzy_mentions": plan.hops > 0 and plan.fuzzy_mentions,
+        "bridges": plan.bridges,
+    }
+    arms += [
+        Arm(f"find-minus-{part}", _with_plan(config, **change))
+        for part, (kind, change) in PART_ABLATIONS.items()
+        if kind in kinds_with_parts and present[part]
+    ]
     return arms
 
 

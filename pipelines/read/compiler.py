@@ -124,6 +124,7 @@ class Shape:
     neighbors: bool
     hops: int
     fuzzy_mentions: bool
+    bridges: bool
 
     @classmethod
     def of(cls, config: LanegraphConfig) -> Shape:
@@ -139,7 +140,9 @@ class Shape:
             for name in plan.order
             if plan.includes(config.lanes[name].kind)
         )
-        return cls(config.pipeline.embedding.dimension, lanes, plan.neighbors, plan.hops, plan.fuzzy_mentions)
+        return cls(
+            config.pipeline.embedding.dimension, lanes, plan.neighbors, plan.hops, plan.fuzzy_mentions, plan.bridges
+        )
 
     def plan(self) -> Plan:
         return Plan.model_construct(
@@ -147,6 +150,7 @@ class Shape:
             neighbors=self.neighbors,
             hops=self.hops,
             fuzzy_mentions=self.fuzzy_mentions,
+            bridges=self.bridges,
         )
 
 

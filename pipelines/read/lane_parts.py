@@ -1,10 +1,10 @@
 """Which named parts a lane is made of under a plan, and what each part reads.
 
 A lane whose template is a file is one part. A composite lane's template is a directory of named
-parts; the plan decides which parts exist (neighbors, the walk and its hop count, fuzzy mentions),
-and that choice is the lane's shape. A part reads other parts as if they were tables: `reads` maps
-the table name its template uses to the part that provides it, so one `walk_hop.sql` serves every
-hop. Unions of parts are generated here, never written by hand, because their width follows the
+parts; the plan decides which parts exist (neighbors, the walk and its hop count, fuzzy mentions,
+the sources lane's bridge hop), and that choice is the lane's shape. A part reads other parts as if
+they were tables: `reads` maps the table name its template uses to the part that provides it, so
+one `walk_hop.sql` serves every hop and `keep.sql` reads the last fusion, bridged or not. Unions of parts are generated here, never written by hand, because their width follows the
 plan.
 """
 
@@ -75,7 +75,7 @@ def _facts(directory: Path, plan: Plan) -> list[Part]:
 
 def _sources(directory: Path, plan: Plan) -> list[Part]:
     # The BM25 ranking is the shared primitive, bound to this lane's depth and question.
-    return [
+    parts = [
         Part("dense", directory / "dense.sql"),
         Part(
             "bm25",
@@ -85,6 +85,12 @@ def _sources(directory: Path, plan: Plan) -> list[Part]:
         Part("title", directory / "title.sql"),
         Part("fuse", directory / "fuse.sql"),
     ]
+    scored = "fuse"
+    if plan.bridges:
+        parts.append(Part("bridge", directory / "bridge.sql"))
+        scored = "bridge"
+    parts.append(Part("keep", directory / "keep.sql", reads={"scored": scored}))
+    return parts
 
 
 _COMPOSITES = {"facts": _facts, "sources": _sources}

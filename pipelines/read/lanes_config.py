@@ -42,6 +42,8 @@ class Settings(StrictModel):
     fact_candidate_factor: int = Field(default=3, ge=0, description="The facts lane keeps k times this many facts.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant: 1 / (rrf_k + rank).")
     find_per_document: int = Field(default=2, ge=1, description="At most this many source chunks per document.")
+    bridge_seeds: int = Field(default=3, ge=0, description="Best first-fusion chunks whose named entities the bridge hop follows.")
+    bridge_weight: float = Field(default=2.0, ge=0, description="Weight of the bridge hop's ranking in the sources lane's fusion.")
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")
     snippet_chars: int = Field(default=600, ge=40, description="Source lines keep this many characters of the chunk.")
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")
@@ -119,6 +121,10 @@ class Plan(StrictModel):
     neighbors: bool = Field(default=True, description="The facts lane adds one-hop neighbors of its dense seeds.")
     hops: int = Field(default=2, ge=0, le=8, description="Hops of the facts lane's mass walk; 0 leaves the walk out.")
     fuzzy_mentions: bool = Field(default=True, description="Find named entities by trigram similarity as well as exactly.")
+    bridges: bool = Field(
+        default=True,
+        description="The sources lane adds a second hop: documents titled with the entities its best chunks name.",
+    )
 
     def includes(self, kind: str) -> bool:
         toggle = KIND_TOGGLES.get(kind)

@@ -28,6 +28,7 @@ def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
     assert arms["find-minus-walk"].config.plan.hops == 0
     assert arms["find-minus-neighbors"].config.plan.neighbors is False
     assert arms["find-minus-fuzzy_mentions"].config.plan.fuzzy_mentions is False
+    assert arms["find-minus-bridges"].config.plan.bridges is False
     assert arms["bm25"].ranking == "bm25" and arms["dense"].ranking == "dense"
 
 

@@ -61,6 +61,15 @@ def plant_world(database: Database) -> Database:
             plant.document("corvane", "Corvane Cold Chain Audit", uri="file://corvane.md")
             plant.chunk("corvane", 0, "Trucks were inspected on Tuesday and every seal was intact.", embed_as=UNRELATED)
 
+            # sources, bridge hop only: the titled page names Ondrea Vask; her own page shares no word
+            # with the question and is embedded far from it.
+            plant.document("lighthouse", "Lighthouse Hymn")
+            song = plant.chunk("lighthouse", 0, "Lighthouse Hymn is a ballad first sung by Ondrea Vask.", embed_as=UNRELATED)
+            vask = plant.entity("Ondrea Vask", "person", embed_as=UNRELATED)
+            plant.mention(vask, song, "Ondrea Vask", "person")
+            plant.document("vask", "Ondrea Vask")
+            plant.chunk("vask", 0, "She married the cartographer Tamsin Oyelaran in 2004.", embed_as=UNRELATED)
+
             # overview: a RAPTOR tree whose root is the only level find reads.
             plant.raptor_node("raptor-leaf", 1, "Heron arms pick mixed cases in the Porto warehouse.", ["maintenance#0"])
             plant.raptor_node("raptor-root", 2, "Quillfern Robotics builds warehouse robots across four sites.", ["raptor-leaf"])

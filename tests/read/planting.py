@@ -168,6 +168,14 @@ class Planter:
         )
         return id
 
+    def mention(self, entity_id: str, chunk_id: str, name: str, kind: str) -> None:
+        """The chunk names the entity, as the extractor records it."""
+        self.connection.execute(
+            "INSERT INTO entity_mention (entity_id, chunk_id, document_id, name, kind, mentions)"
+            " SELECT %s, id, document_id, %s, %s, 1 FROM chunk WHERE id = %s",
+            (entity_id, name, kind, chunk_id),
+        )
+
     def fact(self, id: str, subject_id: str, predicate: str, statement: str, *,
              object_id: str | None = None, object_value: str | None = None,
              embed_as: str | None = None, source_chunk_id: str | None = None,

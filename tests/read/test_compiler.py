@@ -11,6 +11,7 @@ from pipelines.config import LanegraphConfig
 from pipelines.read.cacheability import changed_values
 from pipelines.read.compiler import RESULT_COLUMNS, compile_find, compile_template
 from pipelines.read.lane_parts import PRIMITIVES
+from pipelines.read.lanes_config import Plan
 from pipelines.read.templates import TemplateError
 
 
@@ -60,9 +61,16 @@ def test_the_shape_changes_the_text_and_each_shape_is_compiled_once(config):
     assert "facts_walk_hop" not in compile_find(with_plan(config, hops=0)).sql
     assert "facts_neighbors" not in compile_find(with_plan(config, neighbors=False)).sql
     assert "SIMILARITY(" not in compile_find(with_plan(config, fuzzy_mentions=False)).sql
+    assert "sources_bridge" not in compile_find(with_plan(config, bridges=False)).sql
     no_summaries = compile_find(with_plan(config, profiles=False, communities=False, raptor=False))
-    assert [lane.name for lane in no_summaries.lanes] == ["facts", "sources", "entity_catalog", "working_memory"]
+    assert [lane.name for lane in no_summaries.lanes] == ["sources", "facts", "entity_catalog", "working_memory"]
     assert compile_find(with_plan(config, hops=3)) is three_hops
+
+
+@pytest.mark.parametrize("field", [name for name, field in Plan.model_fields.items() if field.annotation is bool])
+def test_every_plan_toggle_is_part_of_the_cached_shape(config, field):
+    flipped = with_plan(config, **{field: not getattr(config.plan, field)})
+    assert compile_find(flipped).sql == compile_find(flipped, cached=False).sql != compile_find(config).sql
 
 
 def test_priorities_follow_the_plan_order(config):

@@ -29,7 +29,13 @@ def access(database, fact_id: str) -> int:  # type: ignore[no-untyped-def]
         return connection.execute("SELECT access_count FROM fact WHERE id = %s", (fact_id,)).fetchone()[0]
 
 
+def facts_first(config):  # type: ignore[no-untyped-def]
+    order = ["facts", *(lane for lane in config.plan.order if lane != "facts")]
+    return config.model_copy(update={"plan": config.plan.model_copy(update={"order": order})})
+
+
 def test_a_source_covered_by_a_better_ranked_settled_fact_is_dropped(heron, config):
+    config = facts_first(config)
     result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
     assert [c.evidence_id for c in result.covered] == ["chunk:heron#0"]
     evidence = [c.evidence_id for c in result.evidence]
@@ -38,7 +44,15 @@ def test_a_source_covered_by_a_better_ranked_settled_fact_is_dropped(heron, conf
     assert (fact.stance, fact.source_chunk_id, fact.source_title) == ("settled", "heron#0", "Project Heron")
 
 
+def test_a_source_ranked_above_its_fact_is_kept(heron, config):
+    result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
+    assert config.plan.order.index("sources") < config.plan.order.index("facts")
+    assert not result.covered
+    assert {"chunk:heron#0", "fact:f-built"} <= {c.evidence_id for c in result.evidence}
+
+
 def test_an_attributed_fact_does_not_cover_its_source(heron, config):
+    config = facts_first(config)
     with heron.connection() as connection:
         connection.execute("UPDATE fact SET perspective = 'Maren Okafor' WHERE id = 'f-built'")
     result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)

@@ -51,6 +51,15 @@ def test_a_title_counts_only_as_whole_words(world, config):
     assert "chunk:corvane#0" not in by_lane(result, "sources")
 
 
+def test_the_bridge_hop_reaches_the_page_of_an_entity_the_named_document_mentions(world, config):
+    question = "Who is the spouse of the singer of Lighthouse Hymn?"
+    sources = by_lane(ask(world, config, question), "sources")
+    assert sources["chunk:vask#0"] == "Ondrea Vask: She married the cartographer Tamsin Oyelaran in 2004."
+    assert list(sources).index("chunk:lighthouse#0") < list(sources).index("chunk:vask#0")
+    without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
+    assert "chunk:vask#0" not in by_lane(ask(world, without_bridges, question), "sources")
+
+
 def test_the_entity_catalog_lists_live_entities_with_their_states(world, config):
     result = ask(world, config, "Which projects are running right now?")
     catalog = by_lane(result, "entity_catalog")

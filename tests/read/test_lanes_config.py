@@ -32,7 +32,7 @@ def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped
         ("limit: k * fact_candidate_factor", "limit: k * 3", "lanes.facts.limit: limit expression 'k * 3' may only combine setting names"),
         ("limit: k * fact_candidate_factor", "limit: k * fact_factor", "lanes.facts.limit: unknown setting 'fact_factor'"),
         ("limit: raptor_k", "limit: find_max_distance", "lanes.overview.limit: setting 'find_max_distance' is not an integer"),
-        ("order: [facts, sources,", "order: [facts, sourcez,", "plan.order.1: 'sourcez' is not a lane defined under `lanes`"),
+        ("order: [sources, facts,", "order: [sources, factz,", "plan.order.1: 'factz' is not a lane defined under `lanes`"),
         ("    kind: overview", "    kind: overviews", "lanes.overview.kind: Input should be"),
         ("    template: profile.sql", "    template: profiles.sql", "lanes.profile.template: template 'profiles.sql' not found"),
     ],
