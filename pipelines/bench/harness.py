@@ -46,7 +46,7 @@ from pipelines.config import PROJECT_ROOT, LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.read.explain import lane_timings
-from pipelines.read.find import FORCE_GENERIC_PLAN
+from pipelines.read.find import SEARCH_ANN_WINDOW, enter_find_settings
 from pipelines.resources.database import Database, prepare_database
 
 DEFAULT_CHUNKS = 2_000
@@ -214,7 +214,10 @@ def measure_latency(
     ):
         lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
         for connection in (main, confined, *lane_connections):
-            connection.execute(FORCE_GENERIC_PLAN)
+            enter_find_settings(connection)
+        # The other plan cache modes differ from find in that alone.
+        for connection in (auto, custom):
+            connection.execute(SEARCH_ANN_WINDOW)
         planning.set_plan_cache_mode(custom, "force_custom_plan")
 
         def round_trips(query_values: Mapping[str, object]) -> None:
@@ -289,6 +292,7 @@ def measure_server_side(
     roundtrip_timings: dict[str, list[planning.ServerTiming]] = {mode: [] for mode in planning.PLAN_CACHE_MODES}
     auto_generic = 0
     with database.connection() as connection:
+        connection.execute(SEARCH_ANN_WINDOW)
         planning.prepare(connection, find_name, statements.find)
         for name, statement in prepared_lanes:
             planning.prepare(connection, name, statement)

@@ -17,12 +17,16 @@ import psycopg
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
 from pipelines.read.execute import run_statement
+from pipelines.read.templates import ANN_WINDOW
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.errors import InputError
 
 MAX_QUESTION_CHARS = 4000
 FORCE_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+# An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
+# searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
+SEARCH_ANN_WINDOW = f"SET LOCAL hnsw.ef_search = {ANN_WINDOW}"
 RECORD_ACCESS = """
 UPDATE fact
 SET access_count = access_count + 1, last_accessed = now()
@@ -131,13 +135,20 @@ def find(
     with database.connection(scopes) as connection:
         # Generic and custom plans return the same rows (the validator proves it); the generic plan
         # skips re-planning a statement this size on every question (measured: 20-35 ms a call).
-        connection.execute(FORCE_GENERIC_PLAN)
+        enter_find_settings(connection)
         candidates = _candidates(config, run_statement(connection, statement, values))
         kept, covered = drop_covered_sources(candidates)
         evidence, over_budget, used = pack(kept, budget)
         if not trace:
             record_access(connection, [c.fact_id for c in evidence if c.fact_id])
     return FindResult(question, evidence, candidates, covered, over_budget, used, budget)
+
+
+def enter_find_settings(connection: psycopg.Connection) -> None:
+    """The settings find runs its statement under, for the rest of the current transaction; whoever
+    times or checks find as it runs uses them too."""
+    connection.execute(FORCE_GENERIC_PLAN)
+    connection.execute(SEARCH_ANN_WINDOW)
 
 
 def _checked_question(question: str) -> str:

@@ -4,6 +4,8 @@ Checks, each failing with `lane L: FILE:LINE: message`:
 - one SELECT (or set operation), no positional placeholders: values arrive as named `:binds`;
 - binds only: no literal in LIMIT/OFFSET and no literal compared with a column, unless the line
   carries the allow-list marker `-- @constant` (a true constant, e.g. `perspective = ''`);
+- ANN windows: a select ranking a table by vector distance to a bind (`ORDER BY embedding <=>
+  :query_vector LIMIT n`) takes exactly ANN_WINDOW rows, a constant, and binds cut after it;
 - every table is in the schema (or is another part of the same lane) and every column resolves.
 """
 
@@ -24,6 +26,13 @@ from pipelines.read.schema import Catalog
 from pipelines.resources.errors import ConfigError
 
 CONSTANT_MARKER = "@constant"
+# The depth of every ANN window. A constant because under the generic plan a bound `LIMIT $n` is
+# costed as a tenth of the table, so past a few thousand rows PostgreSQL sequential-scans and sorts
+# rather than take the HNSW index (and returns exact neighbours where a custom plan returns
+# approximate ones). At 100 rows the index path is the cheaper one from roughly 3k rows up
+# (measured on MuSiQue chunks: 684 against 1512); find sets `hnsw.ef_search` to it, so the scan
+# can fill it. A setting that cuts a window deeper than this gets this many rows.
+ANN_WINDOW = 100
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Is, exp.In, exp.Between)
@@ -119,7 +128,9 @@ def _line_of(node: exp.Expr) -> int | None:
 
 
 def check_binds_only(template: Template) -> None:
-    """No literal in LIMIT/OFFSET, none compared with a column, unless allow-listed on its line."""
+    """No literal in LIMIT/OFFSET, none compared with a column, unless allow-listed on its line;
+    every ANN window takes exactly ANN_WINDOW rows."""
+    _check_ann_windows(template)
     for clause in template.tree.find_all(exp.Limit, exp.Offset):
         for literal in clause.find_all(*_CONSTANTS):
             line = _line_of(literal)
@@ -147,6 +158,33 @@ def check_binds_only(template: Template) -> None:
                     f"`{comparison.sql(dialect=PgVector)}`: bind a setting, or mark a true constant "
                     f"with `-- {CONSTANT_MARKER}`",
                 )
+
+
+def ann_windows(template: Template) -> Iterator[exp.Select]:
+    """Selects that rank a table (not one of the template's CTEs) by vector distance to a bind."""
+    from pipelines.read.compiler import DISTANCE_OPERATORS  # the compiler imports this module
+
+    ctes = {cte.alias for cte in template.tree.find_all(exp.CTE)}
+    for select in template.tree.find_all(exp.Select):
+        order, source = select.args.get("order"), select.args.get("from_")
+        if order is None or source is None or not isinstance(source.this, exp.Table):
+            continue
+        key = order.expressions[0].this
+        if isinstance(key, DISTANCE_OPERATORS) and key.find(ColonPlaceholder) and source.this.name not in ctes:
+            yield select
+
+
+def _check_ann_windows(template: Template) -> None:
+    for select in ann_windows(template):
+        limit = select.args.get("limit")
+        depth = limit.expression if isinstance(limit, exp.Limit) else None
+        if not (isinstance(depth, exp.Literal) and depth.is_int and int(depth.this) == ANN_WINDOW):
+            shown = depth.sql(dialect=PgVector, comments=False) if isinstance(depth, exp.Expr) else "none"
+            raise template.error(
+                (_line_of(limit) if limit is not None else None) or _line_of(select.args["order"]),
+                f"an ANN window takes `LIMIT {ANN_WINDOW}  -- {CONSTANT_MARKER}: ...` (got {shown}): a bound "
+                "limit makes the generic plan scan and sort the whole table; cut to the setting after it",
+            )
 
 
 def _bare_constant(operand: exp.Expr) -> exp.Expr | None:

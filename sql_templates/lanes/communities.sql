@@ -1,9 +1,16 @@
--- Communities: the label and summary of the communities nearest the question, within the floor.
-WITH nearest AS MATERIALIZED (
+-- Communities: the label and summary of the communities nearest the question, within the floor,
+-- which is applied after the HNSW window (see profile.sql).
+WITH candidate AS MATERIALIZED (
     SELECT community.id, community.embedding <=> :query_vector AS distance
     FROM community
-    WHERE community.embedding <=> :query_vector <= :find_max_distance
     ORDER BY community.embedding <=> :query_vector
+    LIMIT 100  -- @constant: the ANN window, deeper than any setting cuts it to
+),
+nearest AS (
+    SELECT candidate.id, candidate.distance
+    FROM candidate
+    WHERE candidate.distance <= :find_max_distance
+    ORDER BY candidate.distance, candidate.id
     LIMIT :lane_limit
 )
 SELECT

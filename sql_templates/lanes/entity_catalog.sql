@@ -2,11 +2,18 @@
 -- The ontology kinds nearest the question (up to the lane limit); each kind's first
 -- :catalog_entities_per_kind live entities by name (an endpoint of a live fact) with their state
 -- facts (a literal value instead of an object entity) in parentheses; one line per (kind, scopes):
--- "Current project entities are Atlas (active), Beacon (waiting)."
-WITH nearest_kind AS MATERIALIZED (
+-- "Current project entities are Atlas (active), Beacon (waiting)." The kinds' HNSW window has a
+-- constant depth (README.md, "Dense rankings"), cut to the lane limit.
+WITH candidate_kind AS MATERIALIZED (
     SELECT entity_kind.name, entity_kind.embedding <=> :query_vector AS distance
     FROM entity_kind
     ORDER BY entity_kind.embedding <=> :query_vector
+    LIMIT 100  -- @constant: the ANN window, deeper than any setting cuts it to
+),
+nearest_kind AS (
+    SELECT candidate_kind.name, candidate_kind.distance
+    FROM candidate_kind
+    ORDER BY candidate_kind.distance, candidate_kind.name
     LIMIT :lane_limit
 ),
 live_entity AS (

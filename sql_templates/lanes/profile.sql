@@ -1,9 +1,17 @@
--- Entity profiles: the summaries nearest the question, within the distance floor.
-WITH nearest AS MATERIALIZED (
+-- Entity profiles: the summaries nearest the question, within the distance floor. The floor is
+-- applied after the HNSW window (README.md, "Dense rankings"): inside it, an iterative index scan
+-- would keep walking the graph for rows the floor then drops.
+WITH candidate AS MATERIALIZED (
     SELECT profile.entity_id, profile.embedding <=> :query_vector AS distance
     FROM profile
-    WHERE profile.embedding <=> :query_vector <= :find_max_distance
     ORDER BY profile.embedding <=> :query_vector
+    LIMIT 100  -- @constant: the ANN window, deeper than any setting cuts it to
+),
+nearest AS (
+    SELECT candidate.entity_id, candidate.distance
+    FROM candidate
+    WHERE candidate.distance <= :find_max_distance
+    ORDER BY candidate.distance, candidate.entity_id
     LIMIT :lane_limit
 )
 SELECT

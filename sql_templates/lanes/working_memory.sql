@@ -1,10 +1,17 @@
 -- Working memory: session items not yet promoted to documents (a promoted item is found as a
 -- source instead), nearest the question first. The HNSW window over session_item is taken before
--- the promotion guard, so promoted items cannot empty it by filtering after a short index scan.
-WITH nearest AS MATERIALIZED (
+-- the promotion guard, so promoted items cannot empty it by filtering after a short index scan; its
+-- depth is a constant (README.md, "Dense rankings"), cut to :fusion_depth.
+WITH candidate AS MATERIALIZED (
     SELECT session_item.id, session_item.embedding <=> :query_vector AS distance
     FROM session_item
     ORDER BY session_item.embedding <=> :query_vector
+    LIMIT 100  -- @constant: the ANN window, deeper than any setting cuts it to
+),
+nearest AS (
+    SELECT candidate.id, candidate.distance
+    FROM candidate
+    ORDER BY candidate.distance, candidate.id
     LIMIT :fusion_depth
 )
 SELECT

@@ -1,11 +1,18 @@
 -- Facts lane, dense seeds: the facts nearest the question.
 -- The HNSW window runs over the fact table alone and is MATERIALIZED, so PostgreSQL cannot fold the
--- live_fact conditions into it and give up the index; visibility and access history join after.
+-- live_fact conditions into it and give up the index; its depth is a constant the generic plan can
+-- cost (README.md, "Dense rankings"). The :fusion_depth cut, visibility and access history follow.
 -- The order is a blend, not raw distance: a recently or often used fact climbs.
-WITH nearest AS MATERIALIZED (
+WITH candidate AS MATERIALIZED (
     SELECT fact.id, fact.embedding <=> :query_vector AS distance
     FROM fact
     ORDER BY fact.embedding <=> :query_vector
+    LIMIT 100  -- @constant: the ANN window, deeper than any setting cuts it to
+),
+nearest AS (
+    SELECT candidate.id, candidate.distance
+    FROM candidate
+    ORDER BY candidate.distance, candidate.id
     LIMIT :fusion_depth
 ),
 blended AS (
