@@ -2,7 +2,8 @@
 -- X"). The entities that the best :bridge_seeds chunks of the first fusion name lead to the
 -- documents titled with those names, the pages about the bridging entity, which rarely share words
 -- with the question. Their chunks, nearest the question first, join the fusion as one more
--- reciprocal-rank ranking; the seeds' own documents are not linked to themselves.
+-- reciprocal-rank ranking. Neither the seeds' own documents nor titles the question names (the
+-- title ranking has those already) are hops.
 WITH seed AS (
     SELECT fuse.chunk_id, chunk.document_id
     FROM fuse
@@ -14,6 +15,7 @@ linked_title AS (
     SELECT DISTINCT lower(entity_mention.name) AS title
     FROM seed
     JOIN entity_mention ON entity_mention.chunk_id = seed.chunk_id
+    WHERE NOT lower(entity_mention.name) = ANY(:question_terms)
 ),
 linked_chunk AS (
     SELECT chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
