@@ -6,6 +6,10 @@ partitions never leave N and the average length behind. That lock is the last on
 takes, so it closes no lock cycle. Code that deletes or rewrites chunks calls `forget_chunks` before
 (a cascade would drop postings without correcting the frequencies) and `apply_statistics` with its
 result as the last statement of the same transaction.
+
+Document frequencies and corpus totals are kept per scope set of the chunks they count, each row
+carrying that set, so row security shows a caller exactly the statistics of the chunks it may read
+(sql_templates/schema/0041_bm25_statistics_per_scope.sql).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 
 STEP = "bm25_index"
+# (term, scope set as its array text, amount): the rows INDEX_CHUNKS and FORGET_CHUNKS return.
+DocumentFrequencyChange = tuple[str, str, int]
 
 
 def index_partitions(
@@ -69,7 +75,7 @@ def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str
     return Counter(inserted=len(chunks))
 
 
-def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> list[tuple[str, int]]:
+def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> list[DocumentFrequencyChange]:
     """Remove chunks' postings and lengths; returns the document-frequency changes, which the caller
     passes to `apply_statistics` at the end of the same transaction."""
     if not chunk_ids:
@@ -77,17 +83,19 @@ def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> l
     return connection.execute(q.FORGET_CHUNKS, {"chunk_ids": list(chunk_ids)}).fetchall()
 
 
-def apply_statistics(connection: psycopg.Connection, changes: Iterable[tuple[str, int]]) -> None:
-    """Apply per-term document-frequency changes and refresh N and the average length."""
+def apply_statistics(connection: psycopg.Connection, changes: Iterable[DocumentFrequencyChange]) -> None:
+    """Apply per-(term, scope set) document-frequency changes and refresh each scope set's N and
+    total length."""
     changes = sorted(changes)
     connection.execute(q.LOCK_STATISTICS, {"key": q.STATISTICS_LOCK_KEY})
-    raised = [(term, amount) for term, amount in changes if amount > 0]
-    lowered = [(term, amount) for term, amount in changes if amount < 0]
+    raised = [change for change in changes if change[2] > 0]
+    lowered = [change for change in changes if change[2] < 0]
     for statement, part in ((q.RAISE_DOCUMENT_FREQUENCIES, raised), (q.LOWER_DOCUMENT_FREQUENCIES, lowered)):
         if part:
-            connection.execute(statement, {"terms": [t for t, _ in part], "amounts": [a for _, a in part]})
+            terms, scopes, amounts = (list(column) for column in zip(*part, strict=True))
+            connection.execute(statement, {"terms": terms, "scopes": scopes, "amounts": amounts})
     if lowered:
-        connection.execute(q.DROP_UNUSED_TERMS, {"terms": [term for term, _ in lowered]})
+        connection.execute(q.DROP_UNUSED_TERMS, {"terms": sorted({term for term, _, _ in lowered})})
     connection.execute(q.REFRESH_CORPUS)
 
 
@@ -103,7 +111,9 @@ def statistics_consistent(health: dict[str, float], tolerance: float = 1e-9) -> 
         health["unindexed_chunks"] == 0
         and health["wrong_lengths"] == 0
         and health["postings_without_length"] == 0
+        and health["wrong_scopes"] == 0
         and health["wrong_document_frequencies"] == 0
+        and health["wrong_corpus_rows"] == 0
         and health["stored_chunk_count"] == health["indexed_chunks"] == health["chunks"]
         and abs(health["stored_average_length"] - health["average_length"]) <= tolerance
     )

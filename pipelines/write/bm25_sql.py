@@ -17,8 +17,8 @@ WHERE document.source_key = ANY(%(keys)s) AND indexed.chunk_id IS NULL
 ORDER BY chunk.id
 """
 
-# Postings and lengths of a batch of chunks from their indexed texts; returns each term's number of
-# new postings (its document-frequency increase).
+# Postings and lengths of a batch of chunks from their indexed texts; returns each (term, scope set)'s
+# number of new postings (its document-frequency increase).
 INDEX_CHUNKS = """
 WITH input AS (
     SELECT input.chunk_id, input.indexed_text, chunk.scopes
@@ -33,7 +33,7 @@ lexeme AS (
 posting AS (
     INSERT INTO bm25_posting (term, chunk_id, term_frequency, scopes)
     SELECT term, chunk_id, term_frequency, scopes FROM lexeme
-    RETURNING term
+    RETURNING term, scopes
 ),
 length AS (
     INSERT INTO bm25_chunk_length (chunk_id, length, scopes)
@@ -42,52 +42,70 @@ length AS (
     LEFT JOIN lexeme ON lexeme.chunk_id = input.chunk_id
     GROUP BY input.chunk_id, input.scopes
 )
-SELECT term, count(*)::integer FROM posting GROUP BY term
+SELECT term, scopes::text, count(*)::integer FROM posting GROUP BY term, scopes
 """
 
-# Removes chunks from the statistics (before they are deleted or re-indexed); returns each term's
-# number of removed postings as a negative document-frequency change.
+# Removes chunks from the statistics (before they are deleted or re-indexed); returns each (term,
+# scope set)'s number of removed postings as a negative document-frequency change. The postings
+# carry the scopes they were counted under, so a chunk whose scopes change leaves the old set.
 FORGET_CHUNKS = """
 WITH removed AS (
-    DELETE FROM bm25_posting WHERE chunk_id = ANY(%(chunk_ids)s) RETURNING term
+    DELETE FROM bm25_posting WHERE chunk_id = ANY(%(chunk_ids)s) RETURNING term, scopes
 ),
 forgotten AS (
     DELETE FROM bm25_chunk_length WHERE chunk_id = ANY(%(chunk_ids)s)
 )
-SELECT term, -count(*)::integer FROM removed GROUP BY term
+SELECT term, scopes::text, -count(*)::integer FROM removed GROUP BY term, scopes
 """
 
 LOCK_STATISTICS = "SELECT pg_advisory_xact_lock(%(key)s)"
 
-# Increases insert new terms; decreases only ever meet existing rows (and an INSERT would check
-# the table's df >= 0 constraint against the negative amount before finding the conflict).
-RAISE_DOCUMENT_FREQUENCIES = """
-INSERT INTO bm25_term (term, document_frequency)
-SELECT change.term, change.amount
-FROM unnest(%(terms)s::text[], %(amounts)s::integer[]) AS change(term, amount)
-ORDER BY change.term
-ON CONFLICT (term) DO UPDATE SET document_frequency = bm25_term.document_frequency + excluded.document_frequency
+# Increases insert new (term, scope set) rows; decreases only ever meet existing rows (and an INSERT
+# would check the table's df >= 0 constraint against the negative amount before finding the
+# conflict). A scope set travels as its array's text: PostgreSQL has no array of arrays of varying
+# length, and array text reads back as the identical array.
+DOCUMENT_FREQUENCY_CHANGE = """
+SELECT change.term, change.scopes::text[] AS scopes, change.amount
+FROM unnest(%(terms)s::text[], %(scopes)s::text[], %(amounts)s::integer[]) AS change(term, scopes, amount)
 """
 
-LOWER_DOCUMENT_FREQUENCIES = """
+RAISE_DOCUMENT_FREQUENCIES = f"""
+INSERT INTO bm25_term (term, scopes, document_frequency)
+SELECT change.term, change.scopes, change.amount
+FROM ({DOCUMENT_FREQUENCY_CHANGE}) AS change
+ORDER BY change.term, change.scopes
+ON CONFLICT (term, scopes) DO UPDATE SET document_frequency = bm25_term.document_frequency + excluded.document_frequency
+"""
+
+LOWER_DOCUMENT_FREQUENCIES = f"""
 UPDATE bm25_term
 SET document_frequency = bm25_term.document_frequency + change.amount
-FROM unnest(%(terms)s::text[], %(amounts)s::integer[]) AS change(term, amount)
-WHERE bm25_term.term = change.term
+FROM ({DOCUMENT_FREQUENCY_CHANGE}) AS change
+WHERE bm25_term.term = change.term AND bm25_term.scopes = change.scopes
 """
 
 DROP_UNUSED_TERMS = """
 DELETE FROM bm25_term WHERE term = ANY(%(terms)s) AND document_frequency = 0
 """
 
-# N and the average length over the whole index: one pass over a two-column table, exact by
-# construction, so no running total can drift.
+# N and the total length per scope set over the whole index: one pass over a two-column table,
+# exact by construction, so no running total can drift; a scope set left without chunks goes.
 REFRESH_CORPUS = """
-INSERT INTO bm25_corpus (singleton, chunk_count, average_length)
-SELECT true, count(*), coalesce(avg(length), 0) FROM bm25_chunk_length
-ON CONFLICT (singleton) DO UPDATE SET
+WITH counted AS (
+    SELECT scopes, count(*) AS chunk_count, sum(length) AS total_length
+    FROM bm25_chunk_length
+    GROUP BY scopes
+),
+emptied AS (
+    DELETE FROM bm25_corpus WHERE NOT EXISTS (SELECT FROM counted WHERE counted.scopes = bm25_corpus.scopes)
+)
+INSERT INTO bm25_corpus (scopes, chunk_count, total_length)
+SELECT scopes, chunk_count, total_length FROM counted
+ORDER BY scopes
+ON CONFLICT (scopes) DO UPDATE SET
     chunk_count = excluded.chunk_count,
-    average_length = excluded.average_length
+    total_length = excluded.total_length
+WHERE (bm25_corpus.chunk_count, bm25_corpus.total_length) IS DISTINCT FROM (excluded.chunk_count, excluded.total_length)
 """
 
 INDEXED_COUNT = "SELECT count(*) FROM bm25_chunk_length"
@@ -102,8 +120,12 @@ ORDER BY indexed.chunk_id
 LIMIT 5
 """
 
-# Every statistic recomputed from the postings and compared with what the ranking reads.
+# Every statistic recomputed from the postings and compared with what the ranking reads, per scope
+# set; the totals are what an unconfined caller's ranking sums.
 STATISTICS_HEALTH = """
+WITH counted_corpus AS (
+    SELECT scopes, count(*) AS chunk_count, sum(length) AS total_length FROM bm25_chunk_length GROUP BY scopes
+)
 SELECT
     (SELECT count(*) FROM chunk) AS chunks,
     (SELECT count(*) FROM chunk
@@ -119,14 +141,25 @@ SELECT
     (SELECT count(*) FROM bm25_posting
      WHERE NOT EXISTS (SELECT FROM bm25_chunk_length AS indexed WHERE indexed.chunk_id = bm25_posting.chunk_id)
     ) AS postings_without_length,
+    -- Statistics counted under other scopes than their chunk's would be shown to the wrong callers.
+    (SELECT count(*) FROM bm25_chunk_length AS indexed JOIN chunk ON chunk.id = indexed.chunk_id
+     WHERE indexed.scopes <> chunk.scopes
+    ) + (SELECT count(*) FROM bm25_posting AS posting JOIN bm25_chunk_length AS indexed USING (chunk_id)
+     WHERE posting.scopes <> indexed.scopes
+    ) AS wrong_scopes,
     (SELECT count(*) FROM (
         SELECT counted.term
-        FROM (SELECT term, count(*) AS document_frequency FROM bm25_posting GROUP BY term) AS counted
-        FULL JOIN bm25_term AS stored ON stored.term = counted.term
+        FROM (SELECT term, scopes, count(*) AS document_frequency FROM bm25_posting GROUP BY term, scopes) AS counted
+        FULL JOIN bm25_term AS stored ON stored.term = counted.term AND stored.scopes = counted.scopes
         WHERE counted.document_frequency IS DISTINCT FROM stored.document_frequency
     ) AS wrong) AS wrong_document_frequencies,
+    (SELECT count(*) FROM counted_corpus
+     FULL JOIN bm25_corpus AS stored ON stored.scopes = counted_corpus.scopes
+     WHERE (counted_corpus.chunk_count, counted_corpus.total_length)
+           IS DISTINCT FROM (stored.chunk_count, stored.total_length)
+    ) AS wrong_corpus_rows,
     (SELECT count(*) FROM bm25_chunk_length) AS indexed_chunks,
     (SELECT coalesce(avg(length), 0) FROM bm25_chunk_length) AS average_length,
-    coalesce((SELECT chunk_count FROM bm25_corpus), 0) AS stored_chunk_count,
-    coalesce((SELECT average_length FROM bm25_corpus), 0) AS stored_average_length
+    (SELECT coalesce(sum(chunk_count), 0) FROM bm25_corpus) AS stored_chunk_count,
+    (SELECT coalesce(sum(total_length) / nullif(sum(chunk_count), 0), 0) FROM bm25_corpus) AS stored_average_length
 """

@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 
 from pipelines.resources.embedder import LocalMiniLMEmbedder
+from pipelines.write.bm25_sql import REFRESH_CORPUS
 
 class MemoEmbedder:
     """The bundled embedder with a memory: each distinct text is embedded once per test session."""
@@ -110,17 +111,12 @@ class Planter:
             (id, id),
         )
         self.connection.execute(
-            "INSERT INTO bm25_term (term, document_frequency)"
-            " SELECT term, 1 FROM bm25_posting WHERE chunk_id = %s"
-            " ON CONFLICT (term) DO UPDATE SET document_frequency = bm25_term.document_frequency + 1",
+            "INSERT INTO bm25_term (term, scopes, document_frequency)"
+            " SELECT term, scopes, 1 FROM bm25_posting WHERE chunk_id = %s"
+            " ON CONFLICT (term, scopes) DO UPDATE SET document_frequency = bm25_term.document_frequency + 1",
             (id,),
         )
-        self.connection.execute(
-            "INSERT INTO bm25_corpus (singleton, chunk_count, average_length)"
-            " SELECT true, count(*), coalesce(avg(length), 0) FROM bm25_chunk_length"
-            " ON CONFLICT (singleton) DO UPDATE SET chunk_count = excluded.chunk_count,"
-            " average_length = excluded.average_length"
-        )
+        self.connection.execute(REFRESH_CORPUS)
         return id
 
     def filler_postings(self, *, chunks: int, terms: int, postings: int) -> None:
@@ -141,13 +137,10 @@ class Planter:
             " WHERE chunk_id LIKE 'filler#%%' GROUP BY chunk_id"
         )
         self.connection.execute(
-            "INSERT INTO bm25_term (term, document_frequency) SELECT term, count(*) FROM bm25_posting"
-            " WHERE term LIKE 'zzfiller%%' GROUP BY term"
+            "INSERT INTO bm25_term (term, scopes, document_frequency) SELECT term, scopes, count(*)"
+            " FROM bm25_posting WHERE term LIKE 'zzfiller%%' GROUP BY term, scopes"
         )
-        self.connection.execute(
-            "UPDATE bm25_corpus SET chunk_count = (SELECT count(*) FROM bm25_chunk_length),"
-            " average_length = (SELECT avg(length) FROM bm25_chunk_length)"
-        )
+        self.connection.execute(REFRESH_CORPUS)
         self.connection.execute("ANALYZE")
 
     def entity_kind(self, name: str, description: str) -> str:

@@ -225,8 +225,8 @@ def plant_world(
         ],
     )
     postings, lengths = [], []
-    term_scopes: dict[str, set[frozenset[str]]] = defaultdict(set)
-    document_frequency: dict[str, int] = defaultdict(int)
+    document_frequency: dict[tuple[str, frozenset[str]], int] = defaultdict(int)
+    corpus: dict[frozenset[str], list[int]] = defaultdict(lambda: [0, 0])
     for chunk_id, document_id, _, text, scopes in chunk_rows:
         world.record("chunk", chunk_id, scopes, text, document_id)
         terms = _tokens_of(text)
@@ -236,28 +236,28 @@ def plant_world(
         for term, count in counts.items():
             postings.append((term, chunk_id, count, sorted(scopes)))
             world.record("bm25_posting", f"{term}|{chunk_id}", scopes, term)
-            term_scopes[term].add(scopes)
-            document_frequency[term] += 1
+            document_frequency[term, scopes] += 1
         lengths.append((chunk_id, len(terms), sorted(scopes)))
         world.record("bm25_chunk_length", chunk_id, scopes)
+        corpus[scopes][0] += 1
+        corpus[scopes][1] += len(terms)
     cursor.executemany(
         "INSERT INTO bm25_posting (term, chunk_id, term_frequency, scopes) VALUES (%s, %s, %s, %s)", postings
     )
     cursor.executemany("INSERT INTO bm25_chunk_length (chunk_id, length, scopes) VALUES (%s, %s, %s)", lengths)
-    # One row per term can carry only one scope set: a term that only one scope set's chunks use
-    # keeps that set (its text may be a secret name); a term shared across sets is public.
-    term_rows = [
-        (term, document_frequency[term], sorted(next(iter(sets))) if len(sets) == 1 else [])
-        for term, sets in term_scopes.items()
-    ]
-    cursor.executemany("INSERT INTO bm25_term (term, document_frequency, scopes) VALUES (%s, %s, %s)", term_rows)
-    for term, _, scopes in term_rows:
-        world.record("bm25_term", f"term:{len(world.rows)}", frozenset(scopes), term)
-    cursor.execute(
-        "INSERT INTO bm25_corpus (chunk_count, average_length) VALUES (%s, %s)",
-        (len(lengths), float(np.mean([length for _, length, _ in lengths]))),
+    # Statistics are kept per scope set of the chunks they count, as the write side keeps them.
+    cursor.executemany(
+        "INSERT INTO bm25_term (term, scopes, document_frequency) VALUES (%s, %s, %s)",
+        [(term, sorted(scopes), frequency) for (term, scopes), frequency in document_frequency.items()],
     )
-    world.record("bm25_corpus", "singleton", frozenset())
+    for term, scopes in document_frequency:
+        world.record("bm25_term", f"term:{len(world.rows)}", scopes, term)
+    cursor.executemany(
+        "INSERT INTO bm25_corpus (scopes, chunk_count, total_length) VALUES (%s, %s, %s)",
+        [(sorted(scopes), count, total) for scopes, (count, total) in corpus.items()],
+    )
+    for scopes in corpus:
+        world.record("bm25_corpus", f"corpus:{len(world.rows)}", scopes)
 
     entity_rows = []
     for _ in range(entities):
