@@ -294,24 +294,8 @@ def written(baseline: Baseline) -> Iterator[Database]:
         yield database
 
 
-# Found by this test and left to the write side's owner: the fix changes how BM25 statistics are kept.
-KNOWN_LEAKS = {
-    "term no readable chunk contains": (
-        "bm25_term keeps one public row per term, so a caller reads every tenant's vocabulary (and "
-        "document frequencies counted over chunks it cannot read); needs statistics per scope set"
-    ),
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "check",
-    [
-        pytest.param(check, marks=pytest.mark.xfail(reason=KNOWN_LEAKS[check], strict=False))
-        if check in KNOWN_LEAKS else check
-        for check in sorted(DERIVED_WITHOUT_VISIBLE_SOURCE)
-    ],
-)
+@pytest.mark.parametrize("check", sorted(DERIVED_WITHOUT_VISIBLE_SOURCE))
 def test_the_write_side_derives_nothing_more_visible_than_its_sources(written: Database, check: str) -> None:
     visible_without_source = {}
     for caller in WRITTEN_CALLERS:
@@ -321,3 +305,34 @@ def test_the_write_side_derives_nothing_more_visible_than_its_sources(written: D
             ).fetchone()[0]
     print(f"{check}: rows visible without a visible source, per caller: {visible_without_source}")
     assert not any(visible_without_source.values())
+
+
+# BM25 statistics as a caller's ranking sums them, beside the same figures counted over the postings
+# and lengths it may read.
+VISIBLE_STATISTICS = """
+WITH stored AS (
+    SELECT term, sum(document_frequency) AS document_frequency FROM bm25_term GROUP BY term
+),
+counted AS (
+    SELECT term, count(*) AS document_frequency FROM bm25_posting GROUP BY term
+)
+SELECT
+    (SELECT count(*) FROM stored FULL JOIN counted USING (term)
+     WHERE stored.document_frequency IS DISTINCT FROM counted.document_frequency) AS terms_with_another_df,
+    (SELECT coalesce(sum(chunk_count), 0) FROM bm25_corpus) AS stored_chunks,
+    (SELECT count(*) FROM bm25_chunk_length) AS counted_chunks,
+    (SELECT coalesce(sum(total_length), 0) FROM bm25_corpus) AS stored_length,
+    (SELECT coalesce(sum(length), 0) FROM bm25_chunk_length) AS counted_length
+"""
+
+
+@pytest.mark.slow
+def test_each_caller_reads_the_bm25_statistics_of_exactly_its_visible_chunks(written: Database) -> None:
+    figures = {}
+    for caller in WRITTEN_CALLERS:
+        with written.connection(caller) as connection:
+            figures[",".join(caller) or "(public)"] = connection.execute(VISIBLE_STATISTICS).fetchone()
+    print(f"per caller: (terms with another df, stored N, counted N, stored length, counted length): {figures}")
+    assert len({counted_chunks for _, _, counted_chunks, _, _ in figures.values()}) > 2
+    for caller, (terms_with_another_df, stored_chunks, counted_chunks, stored_length, counted_length) in figures.items():
+        assert (terms_with_another_df, stored_chunks, stored_length) == (0, counted_chunks, counted_length), caller

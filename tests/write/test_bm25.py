@@ -3,6 +3,7 @@ an independent implementation, bm25s, on the same corpus and the same tokens."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ import pytest
 from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
-from pipelines.resources.database import DatabaseResource, connect
+from pipelines.resources.database import Database, DatabaseResource, connect
 from pipelines.write.bm25 import index_partitions, statistics_consistent, statistics_health
 from pipelines.write.chunking import indexed_text
 from pipelines.write.chunks import materialize_chunks
@@ -40,6 +41,22 @@ QUESTIONS = [
 ]
 
 
+# Tenants' records beside the public demo documents, sharing the questions' words so that each
+# caller's document frequencies, N and average length differ.
+SCOPED_RECORDS = [
+    {"id": "heron-a", "title": "Heron staffing", "scopes": ["team-a"],
+     "text": "Project Heron is led by a new lead from team A. Heron battery handling rules changed."},
+    {"id": "heron-b", "title": "Heron incident", "scopes": ["team-b"],
+     "text": "Fault code HX-4417 incident on the Heron rig, logged by team B, with a cold chain audit note."},
+    {"id": "heron-legal", "title": "Heron supplier dispute", "scopes": ["legal", "team-b"],
+     "text": "The VK-22 wrist gimbal supplier disputes the Corvane Pharma Logistics audit in Porto."},
+    {"id": "legal-only", "title": "Retention", "scopes": ["legal"],
+     "text": "Storage rules for battery records: keep audit evidence seven years. Storage storage storage."},
+]
+# Public only, each tenant, a tenant without the label its record also needs, and everyone.
+CALLERS = [[], ["team-a"], ["team-b"], ["legal", "team-b"], ["legal", "team-a", "team-b"]]
+
+
 def lexemes(connection: psycopg.Connection, text: str) -> list[tuple[str, int]]:
     """PostgreSQL's English lexemes of `text` with their number of positions."""
     return connection.execute(
@@ -51,6 +68,7 @@ def lexemes(connection: psycopg.Connection, text: str) -> list[tuple[str, int]]:
 def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("bm25") / "documents"
     shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    (folder / "scoped.jsonl").write_text("".join(json.dumps(record) + "\n" for record in SCOPED_RECORDS))
     url = make_schema_url()
     # Small chunks make many chunks and varied lengths, which is what length normalisation is about.
     run_config = {"ops": {"chunks": {"config": {"max_tokens": 60, "overlap_tokens": 10}}}}
@@ -58,34 +76,56 @@ def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.Te
     return url
 
 
+def assert_ranks_like_bm25s(
+    owner: psycopg.Connection, caller: psycopg.Connection, visible_to: set[str] | None, k1: float, b: float
+) -> None:
+    """bm25.sql run on `caller` scores the top ten as bm25s does over the chunks whose scopes are all
+    in `visible_to` (every chunk when None), chosen from the owner's view, not by row security."""
+    statement = compile_template(SQL_TEMPLATES / "primitives" / "bm25.sql")
+    chunks = [
+        (chunk_id, title, text)
+        for chunk_id, title, text, scopes in owner.execute(
+            "SELECT chunk.id, document.title, chunk.text, chunk.scopes"
+            " FROM chunk JOIN document ON document.id = chunk.document_id ORDER BY chunk.id"
+        )
+        if visible_to is None or set(scopes) <= visible_to
+    ]
+    corpus = [
+        [lexeme for lexeme, count in lexemes(owner, indexed_text(title, text)) for _ in range(count)]
+        for _, title, text in chunks
+    ]
+    retriever = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
+    retriever.index(corpus, show_progress=False)
+    ids = [chunk_id for chunk_id, _, _ in chunks]
+    for question in QUESTIONS:
+        with psycopg.RawCursor(caller) as cursor:
+            values = {"query_text": question, "bm25_k1": k1, "bm25_b": b, "bm25_limit": 10}
+            cursor.execute(statement.sql, statement.parameters(values))
+            ranked = cursor.fetchall()
+        terms = [lexeme for lexeme, _ in lexemes(owner, question) if lexeme in retriever.vocab_dict]
+        # bm25s follows Lucene >= 8, which drops Okapi's constant factor (k1 + 1).
+        expected = retriever.get_scores(terms) * (k1 + 1)
+        top = sorted(range(len(ids)), key=lambda i: (-expected[i], ids[i]))[:10]
+
+        assert len(ranked) == 10, question
+        np.testing.assert_allclose([score for _, score in ranked], expected[top], rtol=0, atol=1e-6)
+        for chunk_id, score in ranked:
+            assert abs(score - expected[ids.index(chunk_id)]) <= 1e-6, (question, chunk_id)
+
+
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4)])
 def test_sql_scores_equal_bm25s_lucene_for_the_top_ten(indexed_demo: str, k1: float, b: float) -> None:
-    statement = compile_template(SQL_TEMPLATES / "primitives" / "bm25.sql")
     with connect(indexed_demo) as connection:
-        chunks = connection.execute(
-            "SELECT chunk.id, document.title, chunk.text FROM chunk JOIN document ON document.id = chunk.document_id ORDER BY chunk.id"
-        ).fetchall()
-        corpus = [
-            [lexeme for lexeme, count in lexemes(connection, indexed_text(title, text)) for _ in range(count)]
-            for _, title, text in chunks
-        ]
-        retriever = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
-        retriever.index(corpus, show_progress=False)
-        ids = [chunk_id for chunk_id, _, _ in chunks]
-        for question in QUESTIONS:
-            with psycopg.RawCursor(connection) as cursor:
-                values = {"query_text": question, "bm25_k1": k1, "bm25_b": b, "bm25_limit": 10}
-                cursor.execute(statement.sql, statement.parameters(values))
-                ranked = cursor.fetchall()
-            terms = [lexeme for lexeme, _ in lexemes(connection, question) if lexeme in retriever.vocab_dict]
-            # bm25s follows Lucene >= 8, which drops Okapi's constant factor (k1 + 1).
-            expected = retriever.get_scores(terms) * (k1 + 1)
-            top = sorted(range(len(ids)), key=lambda i: (-expected[i], ids[i]))[:10]
+        assert_ranks_like_bm25s(connection, connection, None, k1, b)
 
-            assert len(ranked) == 10, question
-            np.testing.assert_allclose([score for _, score in ranked], expected[top], rtol=0, atol=1e-6)
-            for chunk_id, score in ranked:
-                assert abs(score - expected[ids.index(chunk_id)]) <= 1e-6, (question, chunk_id)
+
+@pytest.mark.parametrize("scopes", CALLERS, ids=lambda scopes: ",".join(scopes) or "public")
+def test_a_confined_caller_scores_as_bm25s_over_only_its_visible_chunks(indexed_demo: str, scopes: list[str]) -> None:
+    """N, the average length and every document frequency come from the caller's chunks alone, so
+    neither its scores nor its ranking reveal anything about chunks it cannot read."""
+    with connect(indexed_demo) as owner, Database(indexed_demo, max_size=1) as database:
+        with database.connection(scopes) as caller:
+            assert_ranks_like_bm25s(owner, caller, set(scopes), 1.2, 0.75)
 
 
 def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path: Path) -> None:
