@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pipelines.read import lanes_config
 from pipelines.resources.errors import ConfigError
-from pipelines.resources.strict_yaml import load_strict_yaml, validation_error_message
+from pipelines.resources.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SQL_TEMPLATES = PROJECT_ROOT / "sql_templates"
@@ -29,12 +29,6 @@ def default_config_path() -> Path:
 def data_dir() -> Path:
     """Where the embedded database, the inbox and run artefacts live (LANEGRAPH_DATA_DIR overrides)."""
     return Path(os.environ.get("LANEGRAPH_DATA_DIR", PROJECT_ROOT / "data")).resolve()
-
-
-class StrictModel(BaseModel):
-    """Unknown keys and wrong types are errors, never silently coerced or ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class HttpEndpoint(StrictModel):

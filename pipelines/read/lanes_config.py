@@ -13,9 +13,11 @@ from typing import Literal
 
 import pydantic
 import sqlglot
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 from sqlglot import exp
+
+from pipelines.resources.strict_yaml import StrictModel
 
 LANE_TEMPLATES = Path(__file__).resolve().parents[2] / "sql_templates" / "lanes"
 
@@ -23,13 +25,6 @@ LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities
 
 # The plan toggle that decides whether lanes of a kind exist; kinds not listed always exist.
 KIND_TOGGLES: dict[str, str] = {"profile": "profiles", "communities": "communities", "overview": "raptor"}
-
-
-class StrictModel(BaseModel):
-    """As strict as pipelines.config.StrictModel; not imported from there because that module
-    embeds these models, and the import would be circular."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Settings(StrictModel):

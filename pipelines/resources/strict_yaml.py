@@ -1,7 +1,8 @@
 """Strict YAML: duplicate keys, anchors and oversized files are errors, and every key keeps its line.
 
 PyYAML silently keeps the last of two duplicate keys and expands aliases without bound (a "billion
-laughs" document); a settings file that a user edits by hand deserves neither.
+laughs" document); a settings file that a user edits by hand deserves neither. The models such a
+file validates against derive from `StrictModel`, so unknown keys and wrong types are errors too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ MAX_SETTINGS_BYTES = 1 << 20
 MAX_NESTING = 64
 
 KeyPath = tuple[str | int, ...]
+
+
+class StrictModel(pydantic.BaseModel):
+    """Unknown keys and wrong types are errors, never silently coerced or ignored."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class _StrictLoader(yaml.SafeLoader):
