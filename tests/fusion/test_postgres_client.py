@@ -290,6 +290,13 @@ def test_each_primitive_has_a_generic_plan_that_reaches_the_indexes(database, na
     assert verdict.passed, verdict.detail
 
 
+def test_temporal_range_reads_believed_validity_through_its_gist_index(client, database):
+    statement = primitive_statement("temporal_range").statement
+    with database.connection() as connection:
+        plan = generic_plan(connection, statement)
+    assert "fact_validity_idx" in str(plan)
+
+
 def test_one_prepared_statement_serves_every_limit(client, database):
     statement = primitive_statement("entity_state").statement
     with database.connection() as connection:
