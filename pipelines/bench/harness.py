@@ -46,7 +46,7 @@ from pipelines.config import PROJECT_ROOT, LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.read.explain import lane_timings
-from pipelines.read.find import SEARCH_ANN_WINDOW, enter_find_settings
+from pipelines.read.find import enter_find_settings
 from pipelines.resources.database import Database, prepare_database
 
 DEFAULT_CHUNKS = 2_000
@@ -171,9 +171,9 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
         values = [bind_values(config, question=q.text, query_vector=q.vector) for q in questions]
         with Database(url, max_size=5 + len(statements.lanes)) as database:
             progress(f"{chunks} chunks: timing find, round trips and floor probes on {len(values)} questions")
-            latency = measure_latency(database, statements, values, options)
+            latency = measure_latency(database, config, statements, values, options)
             progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
-            server = measure_server_side(database, statements, values[: options.explain_queries])
+            server = measure_server_side(database, config, statements, values[: options.explain_queries])
             with database.connection() as connection:
                 settings = server_settings(connection)
     finally:
@@ -192,7 +192,11 @@ class LatencyResult:
 
 
 def measure_latency(
-    database: Database, statements: BenchStatements, values: Sequence[Mapping[str, object]], options: BenchOptions
+    database: Database,
+    config: LanegraphConfig,
+    statements: BenchStatements,
+    values: Sequence[Mapping[str, object]],
+    options: BenchOptions,
 ) -> LatencyResult:
     """Every variant on every question, interleaved, as the owner (like `find` without scopes).
 
@@ -213,11 +217,10 @@ def measure_latency(
         ThreadPoolExecutor(len(statements.lanes)) as workers,
     ):
         lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
-        for connection in (main, confined, *lane_connections):
-            enter_find_settings(connection)
+        for connection in (main, confined, auto, custom, *lane_connections):
+            enter_find_settings(connection, config)
         # The other plan cache modes differ from find in that alone.
-        for connection in (auto, custom):
-            connection.execute(SEARCH_ANN_WINDOW)
+        planning.set_plan_cache_mode(auto, "auto")
         planning.set_plan_cache_mode(custom, "force_custom_plan")
 
         def round_trips(query_values: Mapping[str, object]) -> None:
@@ -282,7 +285,7 @@ class ServerSideResult:
 
 
 def measure_server_side(
-    database: Database, statements: BenchStatements, values: Sequence[Mapping[str, object]]
+    database: Database, config: LanegraphConfig, statements: BenchStatements, values: Sequence[Mapping[str, object]]
 ) -> ServerSideResult:
     """Planning and execution as the server reports them, per plan cache mode, for the find
     statement and for the lanes' statements summed; then where the time goes inside find."""
@@ -292,7 +295,7 @@ def measure_server_side(
     roundtrip_timings: dict[str, list[planning.ServerTiming]] = {mode: [] for mode in planning.PLAN_CACHE_MODES}
     auto_generic = 0
     with database.connection() as connection:
-        connection.execute(SEARCH_ANN_WINDOW)
+        enter_find_settings(connection, config)
         planning.prepare(connection, find_name, statements.find)
         for name, statement in prepared_lanes:
             planning.prepare(connection, name, statement)

@@ -1,0 +1,53 @@
+"""The settings find runs its statement under: deep enough HNSW searches for the ANN windows, and a
+trigram threshold at the fuzzy-mention similarity, which lets the index prune without changing a row."""
+
+from __future__ import annotations
+
+from pipelines.read.compiler import bind_values, compile_find
+from pipelines.read.execute import run_statement
+from pipelines.read.find import FORCE_GENERIC_PLAN, enter_find_settings, fuzzy_mention_threshold
+from pipelines.read.templates import ANN_WINDOW
+from tests.read.planting import vector
+
+TYPO_QUESTION = "Who does Zorblaxx work with?"  # Zorblax, one letter off: trigram similarity 0.7
+
+
+def with_lane_override(config, lane: str, **settings):  # type: ignore[no-untyped-def]
+    lanes = dict(config.lanes)
+    lanes[lane] = lanes[lane].model_copy(update={"settings": lanes[lane].settings.model_copy(update=settings)})
+    return config.model_copy(update={"lanes": lanes})
+
+
+def test_the_trigram_threshold_is_the_lowest_fuzzy_similarity_any_lane_uses(config):
+    assert fuzzy_mention_threshold(config) == config.settings.mention_fuzzy_similarity
+    assert fuzzy_mention_threshold(with_lane_override(config, "facts", mention_fuzzy_similarity=0.45)) == 0.45
+    assert fuzzy_mention_threshold(with_lane_override(config, "facts", mention_fuzzy_similarity=0.9)) == (
+        config.settings.mention_fuzzy_similarity
+    )
+
+
+def test_find_settings_last_for_the_transaction(world, config):
+    with world.connection() as connection:
+        with connection.transaction():
+            enter_find_settings(connection, config)
+            settings = connection.execute(
+                "SELECT current_setting('plan_cache_mode'), current_setting('hnsw.ef_search'),"
+                " current_setting('pg_trgm.similarity_threshold')::float8"
+            ).fetchone()
+        after = connection.execute("SELECT current_setting('plan_cache_mode')").fetchone()
+    assert settings == ("force_generic_plan", str(ANN_WINDOW), config.settings.mention_fuzzy_similarity)
+    assert after == ("auto",)
+
+
+def test_a_fuzzy_mention_finds_the_same_rows_under_find_settings(world, config):
+    statement = compile_find(config)
+    values = bind_values(config, question=TYPO_QUESTION, query_vector=vector(TYPO_QUESTION))
+    with world.connection() as connection:
+        with connection.transaction():
+            connection.execute(FORCE_GENERIC_PLAN)
+            plain = run_statement(connection, statement, values)
+        with connection.transaction():
+            enter_find_settings(connection, config)
+            tuned = run_statement(connection, statement, values)
+    assert tuned == plain
+    assert "fact:f-walk-1" in {row[1] for row in tuned}
