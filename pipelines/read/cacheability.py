@@ -43,7 +43,7 @@ from pipelines.resources.embedder import Embedder
 # corpus), so the posting index check says why it failed.
 SMALL_CORPUS_POSTINGS = 1000
 # Tables a sequential scan is fine for, and why.
-SEQ_SCAN_ALLOWED: dict[str, str] = {"bm25_corpus": "a single row of corpus statistics"}
+SEQ_SCAN_ALLOWED: dict[str, str] = {"bm25_corpus": "one row of corpus statistics per scope set"}
 # From this many rows (the planner's estimate) an embedded table must be read through its HNSW
 # index unprompted. With 100-row windows the index path is the cheaper one from about 3k rows
 # (measured on MuSiQue's 7k chunks, where a bound window lost the index); the margin covers

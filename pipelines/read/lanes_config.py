@@ -23,6 +23,14 @@ LANE_TEMPLATES = Path(__file__).resolve().parents[2] / "sql_templates" / "lanes"
 
 LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities", "overview"]
 
+# The depth of every ANN window. A constant because under the generic plan a bound `LIMIT $n` is
+# costed as a tenth of the table, so past a few thousand rows PostgreSQL sequential-scans and sorts
+# rather than take the HNSW index (and returns exact neighbours where a custom plan returns
+# approximate ones). At 100 rows the index path is the cheaper one from roughly 3k rows up
+# (measured on MuSiQue chunks: 684 against 1512); find sets `hnsw.ef_search` to it, so the scan
+# can fill it. Settings that cut a window are therefore at most this deep.
+ANN_WINDOW = 100
+
 # The plan toggle that decides whether lanes of a kind exist; kinds not listed always exist.
 KIND_TOGGLES: dict[str, str] = {"profile": "profiles", "communities": "communities", "overview": "raptor"}
 
@@ -32,7 +40,7 @@ class Settings(StrictModel):
     never changes the SQL text and takes effect on the next call."""
 
     k: int = Field(default=8, ge=0, description="Evidence rows the sources lane keeps; the unit of most limits.")
-    fusion_depth: int = Field(default=40, ge=1, description="Depth of every ranking before fusion or merging.")
+    fusion_depth: int = Field(default=40, ge=1, le=ANN_WINDOW, description="Depth of every ranking before fusion or merging.")
     find_max_distance: float = Field(default=0.75, gt=0, le=2, description="Cosine distance floor of every dense ranking.")
     fact_candidate_factor: int = Field(default=3, ge=0, description="The facts lane keeps k times this many facts.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant: 1 / (rrf_k + rank).")
@@ -44,7 +52,7 @@ class Settings(StrictModel):
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")
     frequency_weight: float = Field(default=0.02, ge=0, description="Weight of ln(1 + access_count) in the dense-fact blend.")
     recency_half_life_days: float = Field(default=30.0, gt=0, description="Days after which a fact's recency bonus halves.")
-    graph_ppr_frontier: int = Field(default=16, ge=1, description="Entities each walk hop spreads mass from.")
+    graph_ppr_frontier: int = Field(default=16, ge=1, le=ANN_WINDOW, description="Entities each walk hop spreads mass from.")
     graph_ppr_damping: float = Field(default=0.85, gt=0, le=1, description="Share of mass an entity passes on per hop.")
     graph_mass_window: int = Field(default=64, ge=1, description="Entities kept after accumulating every hop.")
     graph_dangling_factor: float = Field(default=0.5, ge=0, le=1, description="Mass of an endpoint outside the window, as a share of the other's.")
@@ -53,9 +61,9 @@ class Settings(StrictModel):
     dense_entity_seed_weight: float = Field(default=0.5, ge=0, description="Seed mass of a dense entity, times its similarity; used only when nothing is named.")
     fact_endpoint_seed_weight: float = Field(default=0.5, ge=0, description="Seed mass of a dense fact's endpoint, times its similarity; used only when nothing is named.")
     catalog_entities_per_kind: int = Field(default=12, ge=1, description="Entities listed on one entity catalog line.")
-    session_find_k: int = Field(default=3, ge=0, description="Working-memory items kept.")
-    profile_find_k: int = Field(default=2, ge=0, description="Entity profiles kept.")
-    community_find_k: int = Field(default=2, ge=0, description="Community summaries kept.")
+    session_find_k: int = Field(default=3, ge=0, le=ANN_WINDOW, description="Working-memory items kept.")
+    profile_find_k: int = Field(default=2, ge=0, le=ANN_WINDOW, description="Entity profiles kept.")
+    community_find_k: int = Field(default=2, ge=0, le=ANN_WINDOW, description="Community summaries kept.")
     raptor_k: int = Field(default=2, ge=0, description="RAPTOR root summaries kept.")
     bm25_k1: float = Field(default=1.2, ge=0, description="Okapi BM25 term-frequency saturation.")
     bm25_b: float = Field(default=0.75, ge=0, le=1, description="Okapi BM25 length normalisation.")

@@ -22,17 +22,11 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from pipelines.read.dialect import ColonPlaceholder, PgVector
+from pipelines.read.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
 from pipelines.resources.errors import ConfigError
 
 CONSTANT_MARKER = "@constant"
-# The depth of every ANN window. A constant because under the generic plan a bound `LIMIT $n` is
-# costed as a tenth of the table, so past a few thousand rows PostgreSQL sequential-scans and sorts
-# rather than take the HNSW index (and returns exact neighbours where a custom plan returns
-# approximate ones). At 100 rows the index path is the cheaper one from roughly 3k rows up
-# (measured on MuSiQue chunks: 684 against 1512); find sets `hnsw.ef_search` to it, so the scan
-# can fill it. A setting that cuts a window deeper than this gets this many rows.
-ANN_WINDOW = 100
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Is, exp.In, exp.Between)
