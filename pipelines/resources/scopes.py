@@ -1,7 +1,8 @@
 """Caller scopes: who may read which rows, enforced by PostgreSQL row-level security.
 
 Every row carries `scopes text[]`; a caller reads a row only if it holds every scope of the row
-(`row.scopes <@ caller scopes`, see sql_templates/schema/0040_row_security.sql). A scoped
+(`row.scopes <@ caller scopes`, see sql_templates/schema/0040_row_security.sql; 0042 words the read
+policy so the planner can estimate it and keeps the HNSW indexes for a confined caller). A scoped
 transaction switches to a non-owner role and publishes the caller's scopes in a transaction-local
 setting the policies read, so a statement cannot see other tenants' rows whatever its WHERE says.
 
