@@ -58,6 +58,7 @@ class Settings(StrictModel):
     graph_dangling_factor: float = Field(default=0.5, ge=0, le=1, description="Mass of an endpoint outside the window, as a share of the other's.")
     mention_mass: float = Field(default=1.0, gt=0, description="Seed mass of an entity the question names exactly.")
     mention_fuzzy_similarity: float = Field(default=0.6, gt=0, le=1, description="Trigram similarity a fuzzy mention needs (its mass scales by it).")
+    mention_fuzzy_max_words: int = Field(default=3, ge=1, description="Longest question term (in words) matched fuzzily; each term is one index probe.")
     dense_entity_seed_weight: float = Field(default=0.5, ge=0, description="Seed mass of a dense entity, times its similarity; used only when nothing is named.")
     fact_endpoint_seed_weight: float = Field(default=0.5, ge=0, description="Seed mass of a dense fact's endpoint, times its similarity; used only when nothing is named.")
     catalog_entities_per_kind: int = Field(default=12, ge=1, description="Entities listed on one entity catalog line.")
