@@ -275,6 +275,8 @@ def plant_world(
     )
     for entity_id, name, _, scopes in entity_rows:
         world.record("entity", entity_id, scopes, name, f"{name.lower()} alias")
+        # 0044's trigger gives the alias a row of its own, under the entity's scopes.
+        world.record("entity_alias", f"{entity_id}|alias", scopes, f"{name.lower()} alias")
         world.entity_names.append(name)
         world.entity_ids.append(entity_id)
 

@@ -20,7 +20,7 @@ linked_title AS (
 linked_chunk AS (
     SELECT chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
     FROM linked_title
-    JOIN document ON lower(document.title) = linked_title.title
+    JOIN document ON document.title_lower = linked_title.title
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
 ),

@@ -1,6 +1,7 @@
 -- Sources lane, title ranking: chunks of documents whose title the question contains as whole
--- words. Question terms are runs of whole words in lower case, so `lower(title) = ANY(...)` reads
--- document_title_lower_idx; the longest named title ranks first, then nearest chunk first.
+-- words. Question terms are runs of whole words in lower case, so `title_lower = ANY(...)` reads
+-- document_title_lower_column_idx, for a confined caller too (0044); the longest named title ranks
+-- first, then nearest chunk first.
 WITH named_chunk AS (
     SELECT
         chunk.id AS chunk_id,
@@ -8,7 +9,7 @@ WITH named_chunk AS (
         chunk.embedding <=> :query_vector AS distance
     FROM document
     JOIN chunk ON chunk.document_id = document.id
-    WHERE lower(document.title) = ANY(:question_terms)
+    WHERE document.title_lower = ANY(:question_terms)
 )
 SELECT
     named_chunk.chunk_id,
