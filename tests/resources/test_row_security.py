@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from pipelines.config import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.resources.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension
@@ -264,6 +265,55 @@ def test_a_confined_dense_window_plans_the_hnsw_index_as_the_owner_does(
     with database.connection(["t1"]) as connection:
         found = connection.execute(dense, (vectors[1],)).fetchall()
     assert len(found) == 50 and all(set(scopes) <= {"t1"} for _, scopes in found)
+
+
+def named_lookup(template: str, embedding_dimension: int) -> str:
+    """A lane template with its binds as the positional parameters of a generic plan."""
+    text = (SQL_TEMPLATES / "lanes" / template).read_text()
+    for bind, parameter in {
+        ":question_terms": "CAST($1 AS text[])",
+        ":query_vector": f"CAST($2 AS vector({embedding_dimension}))",
+        ":fusion_depth": "CAST($3 AS bigint)",
+    }.items():
+        text = text.replace(bind, parameter)
+    return text
+
+
+def test_a_confined_callers_exact_lookups_read_the_btree_indexes(database: Database, embedding_dimension: int) -> None:
+    """Text `=` is leakproof, so the stored lower-case columns of 0044 stay index conditions under the
+    read policy, which PostgreSQL evaluates before lower(), `&&` or any other non-leakproof qual."""
+    vectors = np.random.default_rng(13).standard_normal((PLANNED_ROWS, embedding_dimension)).astype(np.float32)
+    with database.connection() as connection:
+        # One public document of half the chunks and 2000 tenants' documents of two chunks each.
+        plant_chunks(connection, vectors, lambda i: [] if i % 2 == 0 else [f"t{i % 4000}"])
+        connection.execute("UPDATE document SET title = 'Title ' || upper(id)")
+        connection.execute("INSERT INTO entity_kind (name) VALUES ('thing')")
+        connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name, aliases, scopes)"
+            " SELECT 'e-' || id, 'Name ' || upper(id), 'thing', 'name ' || id, ARRAY['alias ' || id], scopes"
+            " FROM document"
+        )
+        connection.execute("ANALYZE document, entity, entity_alias")
+    mentions, title = named_lookup("facts/mentions.sql", embedding_dimension), named_lookup("sources/title.sql", embedding_dimension)
+    terms = ["name d-", "name d-t1", "alias d-t3", "name d-t5", "title d-t7"]
+    for scopes in ([], ["t1"], ["t3", "t4"]):
+        with database.connection(scopes) as connection:
+            plans = {
+                name: "\n".join(row for (row,) in connection.execute("EXPLAIN (GENERIC_PLAN) " + text))
+                for name, text in (("mentions", mentions), ("title", title))
+            }
+            lookup = mentions.replace("$1", "%(terms)s")
+            found = {row for (row,) in connection.execute(f"SELECT entity_id FROM ({lookup}) AS named", {"terms": terms})}
+            before_0044 = {
+                row for (row,) in connection.execute(
+                    "SELECT id FROM entity WHERE lower(name) = ANY(%s) OR aliases && %s", (terms, terms)
+                )
+            }
+        assert "entity_name_lower_column_idx" in plans["mentions"], (scopes, plans["mentions"])
+        assert "entity_alias_pkey" in plans["mentions"], (scopes, plans["mentions"])
+        assert "document_title_lower_column_idx" in plans["title"], (scopes, plans["title"])
+        assert found == before_0044, scopes
+    assert found == {"e-d-", "e-d-t3"}
 
 
 def test_changing_the_width_keeps_views_behind_row_security(make_schema_url: Callable[[], str]) -> None:
