@@ -68,9 +68,10 @@ def dense_probe(name: str, table: str, depth_setting: str, dimension: int) -> Fl
 
 
 def named_probe(name: str, table: str, column: str) -> FloorProbe:
-    """`lower(column) = ANY(question terms)`: the B-tree lookup of what the question names."""
+    """`column = ANY(question terms)` on a stored lower-case column: the B-tree lookup of what the
+    question names."""
     quoted = _quoted(table)
-    text = f"SELECT {quoted}.id FROM {quoted} WHERE lower({quoted}.{_quoted(column)}) = ANY(CAST($1 AS text[]))"
+    text = f"SELECT {quoted}.id FROM {quoted} WHERE {quoted}.{_quoted(column)} = ANY(CAST($1 AS text[]))"
     return FloorProbe(name, CompiledStatement(sql=text, binds=(Bind("question_terms", 1, "text[]"),)))
 
 
@@ -84,6 +85,6 @@ def floor_probes(dimension: int) -> tuple[FloorProbe, ...]:
     return (
         *(dense_probe(name, table, depth, dimension) for name, table, depth in DENSE_PROBES),
         bm25_probe(dimension),
-        named_probe("title", "document", "title"),
-        named_probe("mentions", "entity", "name"),
+        named_probe("title", "document", "title_lower"),
+        named_probe("mentions", "entity", "name_lower"),
     )

@@ -1,9 +1,9 @@
 """What a question contributes to the find statement besides its vector: its terms.
 
 A term is a run of up to MAX_TERM_WORDS consecutive words of the question, in lower case, joined by
-single spaces. Matching `lower(name) = ANY(terms)` then finds exactly the entity names and document
-titles the question contains as whole words, through a plain B-tree index, and "heron" never
-matches inside "herons" or "Lutheron".
+single spaces. Matching the stored lower-case names and titles with `= ANY(terms)` then finds exactly
+the entity names and document titles the question contains as whole words, through a plain B-tree
+index, and "heron" never matches inside "herons" or "Lutheron".
 """
 
 from __future__ import annotations

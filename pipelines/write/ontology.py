@@ -36,7 +36,7 @@ def clean_entity_name(text: str) -> str:
 
 
 def normalize_entity_name(text: str) -> str:
-    """The matching key: the cleaned name in lower case (what `lower(entity.name)` indexes)."""
+    """The matching key: the cleaned name in lower case (what `entity.name_lower` holds)."""
     return clean_entity_name(text).lower()
 
 

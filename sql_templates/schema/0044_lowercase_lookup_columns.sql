@@ -10,14 +10,15 @@
 -- in entity_alias, kept by a trigger and carrying its entity's scopes so it is visible exactly when
 -- the entity is.
 --
--- The expression indexes on lower(name) and lower(title) stay: the bench floor's named probes
--- (pipelines/bench/floor.py) still look names up through them.
+-- The expression indexes on lower(name) and lower(title) would index the same values twice.
 
 ALTER TABLE entity ADD COLUMN IF NOT EXISTS name_lower text GENERATED ALWAYS AS (lower(name)) STORED;
 CREATE INDEX IF NOT EXISTS entity_name_lower_column_idx ON entity (name_lower);
+DROP INDEX IF EXISTS entity_name_lower_idx;
 
 ALTER TABLE document ADD COLUMN IF NOT EXISTS title_lower text GENERATED ALWAYS AS (lower(title)) STORED;
 CREATE INDEX IF NOT EXISTS document_title_lower_column_idx ON document (title_lower);
+DROP INDEX IF EXISTS document_title_lower_idx;
 
 CREATE TABLE IF NOT EXISTS entity_alias (
     alias      text NOT NULL,
