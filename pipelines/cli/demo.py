@@ -20,7 +20,7 @@ from pipelines.resources.database import open_database
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("demo", help="build every asset on the demo corpus and answer questions")
     parser.add_argument("--questions", type=int, default=4, metavar="N", help="how many demo questions to answer")
-    parser.add_argument("--lines", type=int, default=8, metavar="N", help="evidence lines to show per answer")
+    parser.add_argument("--lines", type=int, default=3, metavar="N", help="evidence lines to show per lane and answer")
     parser.set_defaults(handler=run)
 
 
@@ -47,6 +47,6 @@ def run(arguments: argparse.Namespace) -> int:
         for entry in questions:
             result = find(database, entry["question"], config=config, embedder=embedder, trace=True)
             print(f"\nQ: {entry['question']}")
-            print(render(result, limit=arguments.lines))
+            print(render(result, per_lane=arguments.lines))
     print("\nNext: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")
     return status

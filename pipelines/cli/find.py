@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from collections import Counter
 from dataclasses import asdict
 
 from pipelines.cli.compile import add_lanes_option, lanes_config
@@ -57,10 +58,14 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def render(result: FindResult, limit: int | None = None) -> str:
-    """One line per kept evidence (the first `limit` of them), then a summary line."""
+def render(result: FindResult, per_lane: int | None = None) -> str:
+    """One line per kept evidence (the first `per_lane` of each lane), then a summary line."""
     lines = []
-    for candidate in result.evidence[:limit]:
+    shown: Counter[str] = Counter()
+    for candidate in result.evidence:
+        shown[candidate.lane] += 1
+        if per_lane is not None and shown[candidate.lane] > per_lane:
+            continue
         source = f"  [{candidate.source_title}]" if candidate.source_title and candidate.kind == "facts" else ""
         lines.append(f"{candidate.kind:<15} {candidate.line}{source}")
     if not result.evidence:
