@@ -10,7 +10,7 @@
    *can* be index-driven. It also asks whether the index is *taken*: in the generic plan as
    PostgreSQL picks it (no setting changed), every embedded table of UNPROMPTED_HNSW_ROWS rows or
    more must be read through its HNSW index. That holds because every ANN window has a constant
-   depth (templates.ANN_WINDOW); a bound `LIMIT $n` is costed at a tenth of the table and lost to
+   depth (lanes_config.ANN_WINDOW); a bound `LIMIT $n` is costed at a tenth of the table and lost to
    a sequential scan and sort from ~7k chunks up (MuSiQue, the 10k and 100k bench corpora) while
    passing the first half of this check. Smaller tables may be scanned and sorted, which is
    cheaper at that size. The posting index needs postings in proportion: with a handful of rows

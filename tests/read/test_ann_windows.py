@@ -16,7 +16,8 @@ from pgvector.psycopg import register_vector
 
 from pipelines.read.cacheability import generic_plan, plan_nodes, planned_rows, unprompted_hnsw_misses
 from pipelines.read.compiler import compile_find
-from pipelines.read.templates import ANN_WINDOW, TemplateError, check_binds_only, load_template
+from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.read.templates import TemplateError, check_binds_only, load_template
 from pipelines.resources.database import connect
 
 # Above cacheability.UNPROMPTED_HNSW_ROWS, so the check requires the index unprompted.
