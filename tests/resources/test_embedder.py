@@ -1,7 +1,4 @@
 import hashlib
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -13,6 +10,7 @@ from pipelines.resources.embedder import (
     OpenAICompatibleEmbedder,
 )
 from pipelines.resources.errors import ConfigError, LanegraphError
+from tests.http_stub import StubServer
 
 SERVER_DIMENSION = 16
 API_KEY_ENV = "LANEGRAPH_TEST_EMBEDDING_KEY"
@@ -28,53 +26,25 @@ def unit(vector: list[float]) -> np.ndarray:
     return array / np.linalg.norm(array)
 
 
-class FakeEmbeddingServer:
-    """A real HTTP server on 127.0.0.1 speaking OpenAI's /embeddings with hashed vectors."""
+class FakeEmbeddingServer(StubServer):
+    """Speaks OpenAI's /embeddings with hashed vectors; can fail first or answer out of order."""
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []
         self.failures_before_success: list[int] = []
         self.dimension = SERVER_DIMENSION
         self.reverse_order = False
-        server = self
+        super().__init__(self._embeddings)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": body}
-                )
-                if server.failures_before_success:
-                    self._reply(server.failures_before_success.pop(0), {"error": "overloaded"})
-                    return
-                data = [
-                    {"object": "embedding", "index": index, "embedding": hashed_vector(text, server.dimension)}
-                    for index, text in enumerate(body["input"])
-                ]
-                if server.reverse_order:
-                    data.reverse()
-                self._reply(200, {"object": "list", "model": body["model"], "data": data})
-
-            def _reply(self, status: int, payload: dict) -> None:
-                encoded = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(encoded)))
-                self.end_headers()
-                self.wfile.write(encoded)
-
-            def log_message(self, format: str, *args) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
+    def _embeddings(self, body: dict) -> tuple[int, dict]:
+        if self.failures_before_success:
+            return self.failures_before_success.pop(0), {"error": "overloaded"}
+        data = [
+            {"object": "embedding", "index": index, "embedding": hashed_vector(text, self.dimension)}
+            for index, text in enumerate(body["input"])
+        ]
+        if self.reverse_order:
+            data.reverse()
+        return 200, {"object": "list", "model": body["model"], "data": data}
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from pipelines.resources.extractor import ExtractorResource
 from pipelines.resources.llm import LLMError
 from pipelines.resources.summarizer import SummarizerResource
 from pipelines.write.extraction_model import ChunkText
-from tests.write.chat_stub import ChatStubServer, chat_reply
+from tests.http_stub import StubServer
+from tests.write.chat_stub import chat_reply
 
 KEY_ENV = "LANEGRAPH_TEST_CHAT_KEY"
 CHUNK = ChunkText(
@@ -46,14 +47,14 @@ def chat_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture
-def extraction_server() -> Iterator[ChatStubServer]:
-    server = ChatStubServer(lambda body: chat_reply(json.dumps(ANSWER)))
+def extraction_server() -> Iterator[StubServer]:
+    server = StubServer(lambda body: chat_reply(json.dumps(ANSWER)))
     yield server
     server.close()
 
 
 def test_llm_extractor_sends_a_json_schema_request_and_keeps_only_grounded_facts(
-    extraction_server: ChatStubServer, chat_key: str
+    extraction_server: StubServer, chat_key: str
 ) -> None:
     resource = ExtractorResource(
         provider="llm", llm_base_url=extraction_server.base_url, llm_model="stub-model", llm_api_key_env=KEY_ENV
@@ -84,7 +85,7 @@ def test_llm_extractor_sends_a_json_schema_request_and_keeps_only_grounded_facts
 
 
 def test_llm_extractor_reports_an_endpoint_failure_in_one_line(chat_key: str) -> None:
-    server = ChatStubServer(lambda body: (401, {"error": {"message": "bad key"}}))
+    server = StubServer(lambda body: (401, {"error": {"message": "bad key"}}))
     try:
         extractor = ExtractorResource(
             provider="llm", llm_base_url=server.base_url, llm_model="stub-model", llm_api_key_env=KEY_ENV
@@ -97,7 +98,7 @@ def test_llm_extractor_reports_an_endpoint_failure_in_one_line(chat_key: str) ->
 
 
 def test_llm_extractor_rejects_an_answer_that_is_not_json(chat_key: str) -> None:
-    server = ChatStubServer(lambda body: chat_reply("Sure! Here are the entities: ..."))
+    server = StubServer(lambda body: chat_reply("Sure! Here are the entities: ..."))
     try:
         extractor = ExtractorResource(
             provider="llm", llm_base_url=server.base_url, llm_model="stub-model", llm_api_key_env=KEY_ENV
@@ -117,7 +118,7 @@ def test_llm_key_comes_only_from_the_environment(monkeypatch: pytest.MonkeyPatch
 
 def test_llm_summarizer_writes_from_an_extractive_selection_within_budget(chat_key: str) -> None:
     long_answer = "Project Heron is a warehouse picking arm built in Porto. " * 20
-    server = ChatStubServer(lambda body: chat_reply(long_answer))
+    server = StubServer(lambda body: chat_reply(long_answer))
     try:
         summarizer = SummarizerResource(
             provider="llm", max_chars=120, llm_base_url=server.base_url, llm_model="stub-model", llm_api_key_env=KEY_ENV
