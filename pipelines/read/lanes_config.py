@@ -164,14 +164,15 @@ class Lane(StrictModel):
         return frozenset(self.settings.model_fields_set)
 
 
-# The seven lanes of LANES.md, in their default priority order; lanes.yaml spells the same out.
+# The seven lanes of LANES.md in the default priority order that lanes.yaml spells out: source
+# passages first, because facts ranked above them pushed them out of the top of the evidence.
 # Built without validation: the templates are checked when a statement is compiled, and importing
 # the settings models must never depend on files being present.
 STANDARD_LANES: dict[str, Lane] = {
     name: Lane.model_construct(kind=kind, template=template, limit=limit, settings=Settings())
     for name, kind, template, limit in (
-        ("facts", "facts", "facts", "k * fact_candidate_factor"),
         ("sources", "sources", "sources", "k"),
+        ("facts", "facts", "facts", "k * fact_candidate_factor"),
         ("entity_catalog", "sources", "entity_catalog.sql", "k"),
         ("working_memory", "working_memory", "working_memory.sql", "session_find_k"),
         ("profile", "profile", "profile.sql", "profile_find_k"),

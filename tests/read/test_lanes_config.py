@@ -59,7 +59,7 @@ def test_a_minimal_file_gets_the_seven_standard_lanes(tmp_path):
     path = tmp_path / "lanes.yaml"
     path.write_text("version: 1\n")
     config = load_config(path)
-    assert config.plan.order == ["facts", "sources", "entity_catalog", "working_memory", "profile", "communities", "overview"]
+    assert config.plan.order == ["sources", "facts", "entity_catalog", "working_memory", "profile", "communities", "overview"]
     assert set(config.lanes) == set(config.plan.order)
 
 
