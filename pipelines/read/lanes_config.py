@@ -47,6 +47,7 @@ class Settings(StrictModel):
     find_per_document: int = Field(default=2, ge=1, description="At most this many source chunks per document.")
     bridge_seeds: int = Field(default=3, ge=0, description="Best first-fusion chunks whose named entities the bridge hop follows.")
     bridge_weight: float = Field(default=1.0, ge=0, description="Weight of the bridge hop's ranking in the sources lane's fusion.")
+    bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities named in this many chunks or more (hubs).")
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")
     snippet_chars: int = Field(default=600, ge=40, description="Source lines keep this many characters of the chunk.")
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")

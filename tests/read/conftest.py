@@ -70,6 +70,16 @@ def plant_world(database: Database) -> Database:
             plant.document("vask", "Ondrea Vask")
             plant.chunk("vask", 0, "She married the cartographer Tamsin Oyelaran in 2004.", embed_as=UNRELATED)
 
+            # sources, bridge hop by a shared name only: the titled page names the Ostrava Guild, which
+            # no page is titled with; another page names it too, and shares no word with the question.
+            plant.document("mural", "Harbor Quay Mural")
+            mural = plant.chunk("mural", 0, "Harbor Quay Mural was painted by the Ostrava Guild.", embed_as=UNRELATED)
+            guild = plant.entity("Ostrava Guild", "project", embed_as=UNRELATED)
+            plant.mention(guild, mural, "Ostrava Guild", "project")
+            plant.document("ledger", "Civic Ledger")
+            ledger = plant.chunk("ledger", 0, "In 1931 the Ostrava Guild disbanded.", embed_as=UNRELATED)
+            plant.mention(guild, ledger, "Ostrava Guild", "project")
+
             # overview: a RAPTOR tree whose root is the only level find reads.
             plant.raptor_node("raptor-leaf", 1, "Heron arms pick mixed cases in the Porto warehouse.", ["maintenance#0"])
             plant.raptor_node("raptor-root", 2, "Quillfern Robotics builds warehouse robots across four sites.", ["raptor-leaf"])

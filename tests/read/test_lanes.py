@@ -60,6 +60,21 @@ def test_the_bridge_hop_reaches_the_page_of_an_entity_the_named_document_mention
     assert "chunk:vask#0" not in by_lane(ask(world, without_bridges, question), "sources")
 
 
+def test_the_bridge_hop_reaches_another_page_that_names_the_same_entity(world, config):
+    question = "Which year did whoever made Harbor Quay Mural break up?"
+    sources = list(by_lane(ask(world, config, question), "sources"))
+    assert sources.index("chunk:mural#0") < sources.index("chunk:ledger#0")
+    without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
+    assert "chunk:ledger#0" not in by_lane(ask(world, without_bridges, question), "sources")
+
+
+def test_the_bridge_hop_does_not_follow_a_hub_entity(world, config):
+    # The guild is named in two chunks: a fanout of two makes it a hub.
+    hubs_at_two = config.model_copy(update={"settings": config.settings.model_copy(update={"bridge_fanout": 2})})
+    question = "Which year did whoever made Harbor Quay Mural break up?"
+    assert "chunk:ledger#0" not in by_lane(ask(world, hubs_at_two, question), "sources")
+
+
 def test_the_entity_catalog_lists_live_entities_with_their_states(world, config):
     result = ask(world, config, "Which projects are running right now?")
     catalog = by_lane(result, "entity_catalog")
