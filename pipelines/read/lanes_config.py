@@ -128,7 +128,7 @@ class Plan(StrictModel):
     fuzzy_mentions: bool = Field(default=True, description="Find named entities by trigram similarity as well as exactly.")
     bridges: bool = Field(
         default=True,
-        description="The sources lane adds a second hop: documents titled with the entities its best chunks name.",
+        description="The sources lane adds a second hop: chunks titled with or naming the entities its best chunks name.",
     )
 
     def includes(self, kind: str) -> bool:
