@@ -56,6 +56,11 @@ CHUNK = CopyTarget(
      "embedding_model", "embedded_hash"),
     ("text", "text", "int4", "text", "int4", "text", "vector", "text", "text"),
 )
+ENTITY_MENTION = CopyTarget(
+    "entity_mention",
+    ("entity_id", "chunk_id", "document_id", "name", "kind", "mentions", "scopes"),
+    ("text", "text", "text", "text", "text", "int4", "text[]"),
+)
 FACT = CopyTarget(
     "fact",
     ("id", "subject_id", "predicate", "object_id", "object_value", "statement", "embedding",
@@ -77,7 +82,7 @@ SESSION_ITEM = CopyTarget(
     ("id", "text", "embedding", "created_at", "promoted_at"),
     ("text", "text", "vector", "timestamptz", "timestamptz"),
 )
-LOADED_TABLES = (ENTITY_KIND, ENTITY, DOCUMENT, CHUNK, FACT, COMMUNITY, PROFILE, RAPTOR_NODE, SESSION_ITEM)
+LOADED_TABLES = (ENTITY_KIND, ENTITY, DOCUMENT, CHUNK, ENTITY_MENTION, FACT, COMMUNITY, PROFILE, RAPTOR_NODE, SESSION_ITEM)
 DERIVED_TABLES = ("bm25_posting", "bm25_chunk_length", "bm25_term", "bm25_corpus")
 
 SECONDARY_INDEXES = """
@@ -213,6 +218,7 @@ def load_corpus(url: str, corpus: SyntheticCorpus, *, raptor_max_levels: int, ra
         for block in corpus.content_blocks():
             counts["document"] += _copy_rows(connection, DOCUMENT, block.documents)
             counts["chunk"] += _copy_rows(connection, CHUNK, block.chunks)
+            counts["entity_mention"] += _copy_rows(connection, ENTITY_MENTION, block.mentions)
             counts["fact"] += _copy_rows(connection, FACT, block.facts)
             # The bm25_index asset's own batch step (postings, lengths, frequencies, corpus size).
             bm25._index_batch(connection, block.indexed_texts)

@@ -78,6 +78,9 @@ RAPTOR_FANOUT = 10
 PROFILE_MIN_DEGREE = 2
 PROFILE_STATEMENTS = 3
 DOCUMENTS_PER_BLOCK = 2_000
+# Part of the shape a kept corpus is reused by: raise it whenever generation adds or changes rows,
+# so `--reuse` regenerates a corpus loaded by an older generator (2: entity_mention rows).
+GENERATOR_VERSION = 2
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 HISTORY_DAYS = 730
 
@@ -144,6 +147,7 @@ class CorpusShape:
             "session_items": self.session_items,
             "dimension": self.dimension,
             "seed": self.seed,
+            "generator_version": GENERATOR_VERSION,
         }
 
 
@@ -154,6 +158,8 @@ class ContentBlock:
     documents: list[tuple] = field(default_factory=list)
     chunks: list[tuple] = field(default_factory=list)
     facts: list[tuple] = field(default_factory=list)
+    # One row per (entity, chunk naming it), as the extraction asset writes entity_mention.
+    mentions: list[tuple] = field(default_factory=list)
     # (chunk id, the text BM25 indexes): the write side's own SQL turns these into postings.
     indexed_texts: list[tuple[str, str]] = field(default_factory=list)
 
@@ -269,7 +275,7 @@ class SyntheticCorpus:
             )
 
     def content_blocks(self) -> Iterator[ContentBlock]:
-        """Documents with their chunks, facts and BM25 postings, a block of documents at a time."""
+        """Documents with their chunks, mentions, facts and BM25 postings, a block of documents at a time."""
         chunk_ordinal = 0
         for start in range(0, self.shape.documents, DOCUMENTS_PER_BLOCK):
             block = ContentBlock()
@@ -307,6 +313,7 @@ class SyntheticCorpus:
                  chunk_vectors[position], "synthetic", content_hash)
             )
             block.indexed_texts.append((chunk_id, indexed_text(title, text)))
+            block.mentions.extend(self._mention_rows(chunk_id, document_id, mentioned))
             self._add_facts(block, chunk_id, document_id, chunk_vectors[position], mentioned, observed)
             leaves.setdefault(topic, []).append((chunk_id, chunk_vectors[position]))
             if chunk_ordinal in self._remembered_chunks:
@@ -319,6 +326,14 @@ class SyntheticCorpus:
              observed, observed)
         )
         return chunk_ordinal
+
+    def _mention_rows(self, chunk_id: str, document_id: str, mentioned: list[int]) -> list[tuple]:
+        """entity_mention rows: each name occurs once in the chunk's text, under its entity's kind,
+        public (no scopes) like every other synthetic row."""
+        return [
+            (self.entity_id(e), chunk_id, document_id, self.entity_names[e], ENTITY_KINDS[self.entity_kind[e]], 1, [])
+            for e in mentioned
+        ]
 
     def _chunk_words(self, topic: int, mentioned: list[int]) -> list[str]:
         rng = self._rng

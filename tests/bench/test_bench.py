@@ -47,6 +47,9 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     assert [size["chunks"] for size in written["sizes"]] == [120, 200]
     assert written["scaling"][0]["from_chunks"] == 120 and written["scaling"][0]["find_p50_growth_per_10x"] > 0
     assert "chunk_embedding_hnsw" in written["index_build_seconds"]
+    # The bridge hop reads entity_mention: a corpus without mentions would time it doing nothing.
+    assert written["corpus"]["rows"]["entity_mention"] >= written["chunks"]
+    assert {"entity_mention_chunk_idx", "entity_mention_document_idx"} <= set(written["index_build_seconds"])
     assert "find, one statement" in render_table(written)
     with connect(server_url, autocommit=True) as connection:
         left = connection.execute(
