@@ -38,6 +38,7 @@ class Question(_Strict):
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     gold_ids: tuple[str, ...] = Field(min_length=1)
+    answers: tuple[str, ...] = ()
     meta: dict[str, object] = {}
 
     @property

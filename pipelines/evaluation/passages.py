@@ -7,11 +7,19 @@ row's passage is its document id, or the document of its source chunk. Rows that
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import psycopg
 
+from pipelines.write.chunking import indexed_text
+
 CHUNK_DOCUMENTS_SQL = "SELECT id, document_id FROM chunk"
+CHUNK_PASSAGES_SQL = """
+SELECT chunk.id, document.title, chunk.text
+FROM chunk
+JOIN document ON document.id = chunk.document_id
+WHERE chunk.id = ANY(%s)
+"""
 
 # (document_id, source_chunk_id) of one evidence row, either possibly NULL.
 EvidenceSource = tuple[str | None, str | None]
@@ -29,3 +37,12 @@ def passage_ranking(evidence: Iterable[EvidenceSource], chunk_documents: Mapping
         if passage is not None:
             ranking.setdefault(passage, None)
     return list(ranking)
+
+
+def chunk_passages(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> list[str]:
+    """Each chunk's text as the rankings saw it (title, blank line, chunk), in the order given."""
+    texts = {
+        chunk_id: indexed_text(title, text)
+        for chunk_id, title, text in connection.execute(CHUNK_PASSAGES_SQL, (list(chunk_ids),)).fetchall()
+    }
+    return [texts[chunk_id] for chunk_id in chunk_ids if chunk_id in texts]

@@ -7,8 +7,9 @@ that same document, so what is printed can never disagree with what is written.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from pipelines.evaluation.answers import ANSWER_METRIC, answer_scores, scored_questions
 from pipelines.evaluation.dataset import Question
 from pipelines.evaluation.metrics import (
     PERMUTATIONS,
@@ -25,11 +26,13 @@ DIGITS = 4
 
 @dataclass(frozen=True)
 class ArmOutcome:
-    """What one arm returned: each question's passage ranking (best first) and each call's latency."""
+    """What one arm returned: each question's passage ranking (best first), each call's latency, and
+    each question's prompt (the evidence packed into the token budget, as text)."""
 
     name: str
     rankings: Mapping[str, Sequence[str]]
     latencies_ms: Sequence[float]
+    prompts: Mapping[str, str] = field(default_factory=dict)
 
 
 def build_report(
@@ -37,6 +40,10 @@ def build_report(
 ) -> dict[str, object]:
     metrics = metric_names(cutoffs)
     scores = {outcome.name: per_question_scores(questions, outcome.rankings, metrics) for outcome in outcomes}
+    if scored_questions(questions):
+        metrics.append(ANSWER_METRIC)
+        for outcome in outcomes:
+            scores[outcome.name][ANSWER_METRIC] = answer_scores(questions, outcome.prompts)
     arms = {
         outcome.name: {
             **{metric: round(float(scores[outcome.name][metric].mean()), DIGITS) for metric in metrics},
@@ -45,6 +52,8 @@ def build_report(
         for outcome in outcomes
     }
     report: dict[str, object] = {"dataset": dataset, "split": split, "queries": len(questions), "arms": arms}
+    if ANSWER_METRIC in metrics:
+        report["answer_questions"] = len(scored_questions(questions))
     if BASELINE_ARM in scores:
         baseline = scores[BASELINE_ARM]
         report["significance"] = {
@@ -71,7 +80,9 @@ def _headline_metric(metrics: Sequence[str]) -> str:
 
 
 def _label(metric: str) -> str:
-    return {"mrr": "MRR"}.get(metric, metric.replace("recall", "R").replace("ndcg", "nDCG"))
+    return {"mrr": "MRR", ANSWER_METRIC: "Ans@budget"}.get(
+        metric, metric.replace("recall", "R").replace("ndcg", "nDCG")
+    )
 
 
 def _difference_cell(report: Mapping[str, object], arm: str, metric: str) -> str:
@@ -102,9 +113,15 @@ def report_rows(report: Mapping[str, object]) -> tuple[list[str], list[list[str]
 
 
 def _caption(report: Mapping[str, object]) -> str:
+    answers = (
+        f"; Ans@budget: a gold answer in the evidence packed into the token budget, over the "
+        f"{report['answer_questions']} questions not answered by yes or no"
+        if "answer_questions" in report
+        else ""
+    )
     return (
         f"{report['dataset']}: {report['queries']} {report.get('split', '')} questions; Δ in points, "
-        f"* = p < {SIGNIFICANCE_LEVEL} (paired randomization test)"
+        f"* = p < {SIGNIFICANCE_LEVEL} (paired randomization test){answers}"
     )
 
 

@@ -20,17 +20,28 @@ from pipelines.evaluation.arms import Arm, choose_arms, ranking_statement
 from pipelines.evaluation.build import ensure_built
 from pipelines.evaluation.dataset import Question, Split, load_dataset
 from pipelines.evaluation.metrics import ranking_depth
-from pipelines.evaluation.passages import EvidenceSource, load_chunk_documents, passage_ranking
+from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_chunk_documents, passage_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
-from pipelines.read.find import embedder_for, enter_find_settings, find
+from pipelines.read.find import embedder_for, enter_find_settings, estimate_tokens, find, pack
 from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder
 from pipelines.resources.errors import InputError
 
 DEFAULT_CUTOFFS = (2, 5, 10)
 Progress = Callable[[str], None]
-Retriever = Callable[[str], list[EvidenceSource]]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One answer of an arm: its evidence rows' sources, and the lines find packed into the budget
+    (None for a ranking arm, whose chunks' text is read after the timed call)."""
+
+    sources: list[EvidenceSource]
+    lines: tuple[str, ...] | None
+
+
+Retriever = Callable[[str], Retrieved]
 
 
 @dataclass(frozen=True)
@@ -67,9 +78,12 @@ def _find_retriever(database: Database, arm: Arm, embedder: Embedder, depth: int
     # Enough rows for every cutoff: a k below the deepest cutoff would cap Recall@k by construction.
     k = max(arm.config.settings.k, depth)
 
-    def retrieve(question: str) -> list[EvidenceSource]:
+    def retrieve(question: str) -> Retrieved:
         result = find(database, question, k=k, config=arm.config, trace=True, embedder=embedder)
-        return [(candidate.document_id, candidate.source_chunk_id) for candidate in result.evidence]
+        return Retrieved(
+            [(candidate.document_id, candidate.source_chunk_id) for candidate in result.evidence],
+            tuple(candidate.line for candidate in result.evidence),
+        )
 
     return retrieve
 
@@ -78,15 +92,25 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retr
     assert arm.ranking is not None
     ranking = ranking_statement(arm.config, arm.ranking)
 
-    def retrieve(question: str) -> list[EvidenceSource]:
+    def retrieve(question: str) -> Retrieved:
         vector = embedder.embed([question])[0]
         with database.connection() as connection:
             # The ranking as it runs inside find: same plan mode, same HNSW search depth.
             enter_find_settings(connection, arm.config)
             rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
-        return [(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)]
+        return Retrieved([(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)], None)
 
     return retrieve
+
+
+def _prompt(database: Database, arm: Arm, retrieved: Retrieved) -> str:
+    """The evidence text a prompt of the arm's token budget would hold."""
+    lines = retrieved.lines
+    if lines is None:
+        with database.connection() as connection:
+            passages = chunk_passages(connection, [chunk_id for _, chunk_id in retrieved.sources if chunk_id])
+        lines, _, _ = pack(passages, arm.config.settings.budget_tokens, estimate_tokens)
+    return "\n".join(lines)
 
 
 def run_arm(
@@ -107,12 +131,14 @@ def run_arm(
     retrieve(questions[0].text)
     rankings: dict[str, list[str]] = {}
     latencies_ms: list[float] = []
+    prompts: dict[str, str] = {}
     for question in questions:
         started = time.perf_counter()
-        evidence = retrieve(question.text)
+        retrieved = retrieve(question.text)
         latencies_ms.append((time.perf_counter() - started) * 1000)
-        rankings[question.id] = passage_ranking(evidence, chunk_documents)
-    return ArmOutcome(arm.name, rankings, latencies_ms)
+        rankings[question.id] = passage_ranking(retrieved.sources, chunk_documents)
+        prompts[question.id] = _prompt(database, arm, retrieved)
+    return ArmOutcome(arm.name, rankings, latencies_ms, prompts)
 
 
 def _checked_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:

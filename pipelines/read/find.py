@@ -8,9 +8,11 @@ going); record which facts were returned (access count and time), unless tracing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
+from typing import TypeVar
 
 import psycopg
 
@@ -23,6 +25,8 @@ from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.errors import InputError
 
 MAX_QUESTION_CHARS = 4000
+# Anything packed into a token budget: find's candidates, or the evaluation's plain passages.
+Packed = TypeVar("Packed")
 FORCE_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 # An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
 # searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
@@ -216,16 +220,17 @@ def drop_covered_sources(
 
 
 def pack(
-    candidates: Sequence[Candidate], budget: int
-) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...], int]:
+    candidates: Sequence[Packed], budget: int, tokens: Callable[[Packed], int] = attrgetter("tokens")
+) -> tuple[tuple[Packed, ...], tuple[Packed, ...], int]:
     """Greedy in rank order: take what fits, skip what does not and keep going."""
     used = 0
-    taken: list[Candidate] = []
-    skipped: list[Candidate] = []
+    taken: list[Packed] = []
+    skipped: list[Packed] = []
     for candidate in candidates:
-        if used + candidate.tokens <= budget:
+        cost = tokens(candidate)
+        if used + cost <= budget:
             taken.append(candidate)
-            used += candidate.tokens
+            used += cost
         else:
             skipped.append(candidate)
     return tuple(taken), tuple(skipped), used

@@ -26,7 +26,7 @@ from tests.evaluation.toy_dataset import DEV_QUESTIONS, write_toy_dataset
 
 pytestmark = pytest.mark.slow
 
-METRICS = {"recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "p50_ms", "p95_ms"}
+METRICS = {"recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "answer@budget", "p50_ms", "p95_ms"}
 STANDARD_ARMS = {"bm25", "dense", "sources", "find"}
 DATASET = "toy_eval"
 
@@ -60,6 +60,9 @@ def test_eval_command_reports_every_arm_and_reuses_the_build(
     # Every dev question names its bridge passage: the lexical and dense rankings must find it.
     assert arms["bm25"]["recall@10"] >= 0.5
     assert arms["dense"]["recall@10"] >= 0.5
+    # Every answer is in a gold passage, so an arm that ranks one into the budget has it.
+    assert report["answer_questions"] == DEV_QUESTIONS
+    assert arms["dense"]["answer@budget"] > 0 and arms["find"]["answer@budget"] > 0
     assert set(report["significance"]["arms"]) == set(arms) - {"dense"}
     assert "building every asset" in printed.err
     table = printed.out.splitlines()
@@ -72,7 +75,7 @@ def test_eval_command_reports_every_arm_and_reuses_the_build(
     assert "building" not in again.err
     second = json.loads(out.read_text())
     assert list(second["arms"]) == ["dense", "find"]
-    assert set(second["arms"]["find"]) == {"recall@1", "recall@3", "ndcg@10", "mrr", "p50_ms", "p95_ms"}
+    assert set(second["arms"]["find"]) == {"recall@1", "recall@3", "ndcg@10", "mrr", "answer@budget", "p50_ms", "p95_ms"}
 
 
 def test_unknown_arm_is_one_line_error(dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:

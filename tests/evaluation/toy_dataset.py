@@ -33,12 +33,12 @@ PASSAGES = [
 ]
 
 QUESTIONS = [
-    ("q-observatory", "In which town was the founder of the Velmora Observatory born?", ["toy-01", "toy-02"], "dev"),
-    ("q-ferry", "In which city is the company that operates the Brantwick Ferry headquartered?", ["toy-03", "toy-04"], "dev"),
-    ("q-cathedral", "Where did the architect of Quenby Cathedral train?", ["toy-05", "toy-06"], "dev"),
-    ("q-cup", "On which river does the club that wins the Pellinor Cup most often train?", ["toy-07", "toy-08"], "dev"),
-    ("q-mill", "Where does the family that owns Gorsefield Mill live?", ["toy-09", "toy-10"], "train"),
-    ("q-reservoir", "Who is the mayor of the city that Tarnwick Reservoir supplies?", ["toy-11", "toy-12"], "train"),
+    ("q-observatory", "In which town was the founder of the Velmora Observatory born?", ["toy-01", "toy-02"], "Kesalahti", "dev"),
+    ("q-ferry", "In which city is the company that operates the Brantwick Ferry headquartered?", ["toy-03", "toy-04"], "Harrowgate", "dev"),
+    ("q-cathedral", "Where did the architect of Quenby Cathedral train?", ["toy-05", "toy-06"], "the Academy of Fine Arts in Corvessa", "dev"),
+    ("q-cup", "On which river does the club that wins the Pellinor Cup most often train?", ["toy-07", "toy-08"], "Sable", "dev"),
+    ("q-mill", "Where does the family that owns Gorsefield Mill live?", ["toy-09", "toy-10"], "Brackwater Hall", "train"),
+    ("q-reservoir", "Who is the mayor of the city that Tarnwick Reservoir supplies?", ["toy-11", "toy-12"], "Joan Fenwright", "train"),
 ]
 
 DEV_QUESTIONS = sum(1 for *_, split in QUESTIONS if split != "train")
@@ -49,8 +49,8 @@ def toy_dataset(name: str = "toy_eval") -> dict[str, object]:
         "name": name,
         "corpus": [{"id": i, "title": title, "text": text} for i, title, text in PASSAGES],
         "queries": [
-            {"id": i, "text": text, "gold_ids": gold, "answers": [], "meta": {"split": split}}
-            for i, text, gold, split in QUESTIONS
+            {"id": i, "text": text, "gold_ids": gold, "answers": [answer], "meta": {"split": split}}
+            for i, text, gold, answer, split in QUESTIONS
         ],
     }
 
