@@ -32,10 +32,10 @@ titled AS (
 ),
 mentioning AS (
     -- At most :bridge_fanout chunks per entity: enough to tell a hub, never a hub's every chunk.
-    SELECT DISTINCT linked.entity_id, fanout.chunk_id
+    SELECT linked.entity_id, fanout.chunk_id
     FROM (SELECT DISTINCT seed_entity.entity_id FROM seed_entity) AS linked
     CROSS JOIN LATERAL (
-        SELECT entity_mention.chunk_id
+        SELECT DISTINCT entity_mention.chunk_id
         FROM entity_mention
         WHERE entity_mention.entity_id = linked.entity_id
         ORDER BY entity_mention.chunk_id
