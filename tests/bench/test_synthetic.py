@@ -63,8 +63,9 @@ def test_chunks_of_one_document_are_neighbours_and_other_topics_are_not() -> Non
 
 def test_questions_name_an_entity_their_target_chunk_mentions() -> None:
     corpus = SyntheticCorpus(CorpusShape(200, 16))
-    texts = {row[0]: row[3] for block in corpus.content_blocks() for row in block.chunks}
-    corpus_mentions = {(row[1], row[3]) for block in SyntheticCorpus(CorpusShape(200, 16)).content_blocks() for row in block.mentions}
+    blocks = list(corpus.content_blocks())
+    texts = {row[0]: row[3] for block in blocks for row in block.chunks}
+    corpus_mentions = {(row[1], row[3]) for block in blocks for row in block.mentions}
     for question in corpus.queries(5):
         assert question.mentions[0] in question.text
         assert question.mentions[0] in texts[question.target_chunk_id]
@@ -93,7 +94,8 @@ def test_load_fills_every_table_and_rebuilds_the_indexes(make_schema_url, embedd
                    count(*) FILTER (WHERE strpos(chunk.text, m.name) = 0),
                    count(*) FILTER (WHERE chunk.document_id <> m.document_id OR entity.kind <> m.kind
                                     OR entity.name <> m.name),
-                   (SELECT count(*) FROM chunk WHERE NOT EXISTS (SELECT 1 FROM entity_mention WHERE chunk_id = chunk.id))
+                   (SELECT count(*) FROM chunk
+                    WHERE NOT EXISTS (SELECT 1 FROM entity_mention WHERE chunk_id = chunk.id))
             FROM entity_mention AS m
             JOIN chunk ON chunk.id = m.chunk_id
             JOIN entity ON entity.id = m.entity_id
