@@ -49,7 +49,7 @@ class Settings(StrictModel):
     bridge_weight: float = Field(default=1.0, ge=0, description="Weight of the bridge hop's ranking in the sources lane's fusion.")
     bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities named in this many chunks or more (hubs).")
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")
-    snippet_chars: int = Field(default=600, ge=40, description="Source lines keep this many characters of the chunk.")
+    snippet_chars: int = Field(default=1200, ge=40, description="Source lines keep this many characters of the chunk (1200 keeps a whole 200-token chunk).")
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")
     frequency_weight: float = Field(default=0.02, ge=0, description="Weight of ln(1 + access_count) in the dense-fact blend.")
     recency_half_life_days: float = Field(default=30.0, gt=0, description="Days after which a fact's recency bonus halves.")
