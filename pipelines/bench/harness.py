@@ -322,12 +322,13 @@ def measure_server_side(
         # Where the time goes, under the plan find runs.
         planning.set_plan_cache_mode(connection, "force_generic_plan")
         lane_ms: dict[str, list[float]] = {name: [] for name, _ in statements.lanes}
-        costliest: list[dict] = []
+        plans = []
         for query_values in values[:LANE_EXPLAIN_QUERIES]:
             plan = planning.explain_execute(connection, find_name, statements.find, query_values, timing=True)
             for timing in lane_timings(plan, statements.find):
                 lane_ms[timing.lane].append(timing.milliseconds)
-            costliest = planning.costliest_nodes(plan, list(lane_ms), COSTLIEST_NODES)
+            plans.append(plan)
+        costliest = planning.costliest_nodes(plans, list(lane_ms), COSTLIEST_NODES) if plans else []
         for name, _ in prepared_lanes:
             planning.deallocate(connection, name)
         planning.deallocate(connection, find_name)

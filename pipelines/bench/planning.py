@@ -86,20 +86,30 @@ def plans_chosen(connection: psycopg.Connection, name: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def costliest_nodes(plan: Mapping, lanes: Sequence[str], count: int) -> list[dict]:
-    """The `count` plan nodes with the most time of their own: where a lane's time goes and why."""
-    nodes = sorted(charged_nodes(plan, lanes), key=lambda item: item[2], reverse=True)[:count]
+def costliest_nodes(plans: Sequence[Mapping], lanes: Sequence[str], count: int) -> list[dict]:
+    """The `count` plan nodes with the most time of their own, averaged over the plans of several
+    questions (a node is its lane, type, relation and index): where a lane's time goes and why."""
+    totals: dict[tuple, list[float]] = {}
+    for plan in plans:
+        for lane, node, own_ms in charged_nodes(plan, lanes):
+            relation = node.get("Relation Name") or node.get("CTE Name")
+            key = (lane, node.get("Node Type"), relation, node.get("Index Name"))
+            total = totals.setdefault(key, [0.0, 0.0, 0.0])
+            total[0] += own_ms
+            total[1] += node.get("Actual Rows", 0)
+            total[2] += node.get("Actual Loops", 0)
+    ranked = sorted(totals.items(), key=lambda item: (-item[1][0], str(item[0])))[:count]
     return [
         {
             "lane": lane,
-            "own_ms": own_ms,
-            "node": node.get("Node Type"),
-            "relation": node.get("Relation Name") or node.get("CTE Name"),
-            "index": node.get("Index Name"),
-            "rows": node.get("Actual Rows"),
-            "loops": node.get("Actual Loops"),
+            "own_ms": own_ms / len(plans),
+            "node": node_type,
+            "relation": relation,
+            "index": index,
+            "rows": rows / len(plans),
+            "loops": loops / len(plans),
         }
-        for lane, node, own_ms in nodes
+        for (lane, node_type, relation, index), (own_ms, rows, loops) in ranked
     ]
 
 
