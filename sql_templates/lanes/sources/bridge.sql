@@ -23,13 +23,6 @@ seed_entity AS (
     JOIN entity_mention ON entity_mention.chunk_id = seed.chunk_id
     WHERE NOT lower(entity_mention.name) = ANY(:question_terms)
 ),
-titled AS (
-    SELECT chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
-    FROM (SELECT DISTINCT seed_entity.name FROM seed_entity) AS linked
-    JOIN document ON document.title_lower = linked.name
-    JOIN chunk ON chunk.document_id = document.id
-    WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
-),
 mentioning AS (
     -- At most :bridge_fanout chunks per entity: enough to tell a hub, never a hub's every chunk.
     SELECT linked.entity_id, fanout.chunk_id
@@ -42,8 +35,14 @@ mentioning AS (
         LIMIT :bridge_fanout
     ) AS fanout
 ),
-named AS (
-    SELECT DISTINCT chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
+linked AS (
+    SELECT false AS named, chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
+    FROM (SELECT DISTINCT seed_entity.name FROM seed_entity) AS linked_name
+    JOIN document ON document.title_lower = linked_name.name
+    JOIN chunk ON chunk.document_id = document.id
+    WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
+    UNION
+    SELECT true, chunk.id, chunk.embedding <=> :query_vector
     FROM mentioning
     JOIN chunk ON chunk.id = mentioning.chunk_id
     WHERE mentioning.entity_id IN (
@@ -54,27 +53,20 @@ named AS (
     )
       AND chunk.document_id NOT IN (SELECT seed.document_id FROM seed)
 ),
+ranked AS (
+    SELECT
+        linked.named,
+        linked.chunk_id,
+        row_number() OVER (PARTITION BY linked.named ORDER BY linked.distance, linked.chunk_id) AS rank
+    FROM linked
+),
 hop AS (
-    SELECT nearest.chunk_id, row_number() OVER (ORDER BY nearest.distance, nearest.chunk_id) AS rank
-    FROM (
-        SELECT titled.chunk_id, titled.distance
-        FROM titled
-        ORDER BY titled.distance, titled.chunk_id
-        LIMIT :fusion_depth
-    ) AS nearest
-    UNION ALL
     SELECT seed.chunk_id, row_number() OVER (ORDER BY seed.score DESC, seed.chunk_id) AS rank
     FROM seed
     UNION ALL
-    SELECT
-        nearest.chunk_id,
-        (SELECT count(*) FROM seed) + row_number() OVER (ORDER BY nearest.distance, nearest.chunk_id) AS rank
-    FROM (
-        SELECT named.chunk_id, named.distance
-        FROM named
-        ORDER BY named.distance, named.chunk_id
-        LIMIT :fusion_depth
-    ) AS nearest
+    SELECT ranked.chunk_id, ranked.rank + CASE WHEN ranked.named THEN (SELECT count(*) FROM seed) ELSE 0 END
+    FROM ranked
+    WHERE ranked.rank <= :fusion_depth
 ),
 bridged AS (
     SELECT hop.chunk_id, sum(:bridge_weight / (:rrf_k + hop.rank)) AS score
