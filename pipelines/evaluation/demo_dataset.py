@@ -1,8 +1,9 @@
 """A small benchmark generated from the shipped demo corpus, for evaluating without a dataset file.
 
 Passages are the demo documents (id = file name without .md, title = the `# Title` line); questions
-are the demo questions whose expectations name documents, with those documents as gold. Questions
-answered only by session items or summaries name no document and are left out.
+are the demo questions whose expectations name documents, with those documents as gold, and their
+answer phrase when they have one. Questions answered only by session items or summaries name no
+document and are left out.
 """
 
 from __future__ import annotations
@@ -34,7 +35,15 @@ def demo_dataset() -> dict[str, object]:
         named = [match for line in entry["expects"] for match in _NAMED_DOCUMENT.findall(line)]
         gold = [name for name in dict.fromkeys(named) if name in known]
         if gold:
-            queries.append({"id": f"demo-{number:02d}", "text": entry["question"], "gold_ids": gold, "meta": {"split": "dev"}})
+            queries.append(
+                {
+                    "id": f"demo-{number:02d}",
+                    "text": entry["question"],
+                    "gold_ids": gold,
+                    "answers": [entry["answer"]] if "answer" in entry else [],
+                    "meta": {"split": "dev"},
+                }
+            )
     return {"name": DEMO_DATASET_NAME, "corpus": corpus, "queries": queries}
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from pipelines.config import PROJECT_ROOT, load_config
 from pipelines.evaluation.arms import choose_arms, ranking_statement
+from pipelines.evaluation.answers import answer_found, scorable_answers
 from pipelines.evaluation.demo_dataset import demo_dataset
 from pipelines.evaluation.dataset import parse_dataset
 from pipelines.resources.errors import InputError
@@ -71,3 +72,10 @@ def test_demo_dataset_is_a_valid_benchmark_over_the_demo_documents() -> None:
     assert len(dataset.passages) >= 10
     assert len(dataset.questions_in("dev")) >= 5
     assert all(question.gold_ids for question in dataset.questions)
+    # Every answer phrase is written in one of its question's gold documents, as whole words.
+    texts = {passage.id: f"{passage.title} {passage.text}" for passage in dataset.passages}
+    answered = [question for question in dataset.questions if scorable_answers(question)]
+    assert len(answered) >= 5
+    for question in answered:
+        gold_text = " ".join(texts[gold] for gold in question.gold_ids)
+        assert answer_found(scorable_answers(question), gold_text), question.text
