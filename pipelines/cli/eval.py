@@ -1,8 +1,8 @@
 """`lanegraph eval --dataset PATH`: retrieval quality per arm on a benchmark, with ablations.
 
 The dataset (../shared/data format) is built into its own database, every arm answers the chosen
-questions there, and the table (Recall@k, nDCG@10, MRR, p50/p95 latency, the difference from
-dense-only with its paired-test p-value) is printed; `--json OUT` also writes the report.
+questions there, and the table (Recall@k, nDCG@10, MRR, answer coverage when the dataset has
+answers, p50/p95 latency, the difference from dense-only with its paired-test p-value) is printed; `--json OUT` also writes the report.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="measure retrieval quality per arm (BM25, dense, sources, find, ablations) on a benchmark",
         description=(
             "Build the dataset into its own database (reused while corpus and write settings are "
-            "unchanged), run every question through each arm and print Recall@k, nDCG@10, MRR and "
-            "latency, with each arm's difference from dense-only under a paired randomization test."
+            "unchanged), run every question through each arm and print Recall@k, nDCG@10, MRR, "
+            "answer coverage (Ans@budget: a gold answer in the evidence packed into the token budget) "
+            "and latency, with each arm's difference from dense-only under a paired randomization test."
         ),
     )
     parser.add_argument("--dataset", type=Path, required=True, metavar="PATH", help="dataset JSON (corpus + queries with gold_ids)")
