@@ -83,6 +83,8 @@ class BenchOptions:
     dataset: Path | None = None
     ingest_limit: int | None = None
     schema_prefix: str = field(default="")
+    # Other lanes.yaml settings (name, config), each timed as `find@<name>` beside find.
+    variants: tuple[tuple[str, LanegraphConfig], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size < 8 for size in self.sizes):
@@ -106,6 +108,16 @@ class BenchStatements:
         find = compile_find(config)
         return cls(find, tuple((lane.name, compile_find(single_lane(config, lane.name))) for lane in find.lanes),
                    floor_probes(config.pipeline.embedding.dimension))
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """Another lanes.yaml's find statement, with its settings bound for each question's text."""
+
+    name: str
+    config: LanegraphConfig
+    statement: CompiledStatement
+    values_by_question: Mapping[str, Mapping[str, object]]
 
 
 def single_lane(config: LanegraphConfig, lane: str) -> LanegraphConfig:
@@ -169,9 +181,15 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
     try:
         statements = BenchStatements.of(config)
         values = [bind_values(config, question=q.text, query_vector=q.vector) for q in questions]
-        with Database(url, max_size=5 + len(statements.lanes)) as database:
+        variants = [
+            VariantRun(name, variant, compile_find(variant), {
+                q.text: bind_values(variant, question=q.text, query_vector=q.vector) for q in questions
+            })
+            for name, variant in options.variants
+        ]
+        with Database(url, max_size=5 + len(statements.lanes) + len(variants)) as database:
             progress(f"{chunks} chunks: timing find, round trips and floor probes on {len(values)} questions")
-            latency = measure_latency(database, config, statements, values, options)
+            latency = measure_latency(database, config, statements, values, options, variants)
             progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
             server = measure_server_side(database, config, statements, values[: options.explain_queries])
             with database.connection() as connection:
@@ -189,6 +207,7 @@ class LatencyResult:
     probes: tuple[str, ...]
     roundtrips_match_single: bool
     generic_matches_custom: bool
+    variants: tuple[str, ...] = ()
 
 
 def measure_latency(
@@ -197,15 +216,17 @@ def measure_latency(
     statements: BenchStatements,
     values: Sequence[Mapping[str, object]],
     options: BenchOptions,
+    variants: Sequence[VariantRun] = (),
 ) -> LatencyResult:
-    """Every variant on every question, interleaved, as the owner (like `find` without scopes).
+    """Every timed statement on every question, interleaved, as the owner (like `find` without scopes).
 
     `find` runs exactly as `find()` runs it: prepared, under the generic plan it forces. The
     lanes' own statements run under the same rule, so the comparison is of shapes, not of plan
     policies; `find_auto` and `find_custom` show the other policies. The floor probes keep
     PostgreSQL's default (auto), which re-plans them with the values whenever that is cheaper:
     the floor is the best each index can do. `find_confined` is `find` as a caller confined by
-    row-level security."""
+    row-level security. Each other lanes.yaml of `BenchOptions.variants` runs as find does, with its
+    own settings, on a connection of its own, as `find@<name>`."""
     lane_samples: dict[str, list[float]] = {name: [] for name, _ in statements.lanes}
     with (
         database.connection() as main,
@@ -217,8 +238,11 @@ def measure_latency(
         ThreadPoolExecutor(len(statements.lanes)) as workers,
     ):
         lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
+        variant_connections = [stack.enter_context(database.connection()) for _ in variants]
         for connection in (main, confined, auto, custom, *lane_connections):
             enter_find_settings(connection, config)
+        for connection, variant in zip(variant_connections, variants, strict=True):
+            enter_find_settings(connection, variant.config)
         # The other plan cache modes differ from find in that alone.
         planning.set_plan_cache_mode(auto, "auto")
         planning.set_plan_cache_mode(custom, "force_custom_plan")
@@ -236,7 +260,7 @@ def measure_latency(
             ]
             return [row for future in pending for row in future.result()]
 
-        variants: dict[str, Callable[[Mapping[str, object]], object]] = {
+        timed: dict[str, Callable[[Mapping[str, object]], object]] = {
             "find": lambda v: run_statement(main, statements.find, v),
             "roundtrips": round_trips,
             "roundtrips_concurrent": concurrent_round_trips,
@@ -245,8 +269,12 @@ def measure_latency(
             "empty_round_trip": lambda v: run_statement(probes, EMPTY_ROUND_TRIP, {}),
         }
         for probe in statements.probes:
-            variants[f"floor_{probe.name}"] = lambda v, p=probe: run_statement(probes, p.statement, p.values(v))
-        samples = interleaved(variants, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
+            timed[f"floor_{probe.name}"] = lambda v, p=probe: run_statement(probes, p.statement, p.values(v))
+        for connection, variant in zip(variant_connections, variants, strict=True):
+            timed[f"find@{variant.name}"] = lambda v, c=connection, r=variant: run_statement(
+                c, r.statement, r.values_by_question[v["question"]]
+            )
+        samples = interleaved(timed, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
         # Under row-level security the statement can cost many times more, so it is timed against
         # the owner's on fewer questions, in a pair of its own.
         confined_pair = interleaved(
@@ -265,12 +293,13 @@ def measure_latency(
         roundtrip_rows, _ = run_round_trips(main, statements.lanes, first)
         concurrent_rows = concurrent_round_trips(first)
         custom_rows = run_statement(custom, statements.find, first)
-        for connection in (main, probes, auto, custom, *lane_connections):
+        for connection in (main, probes, auto, custom, *lane_connections, *variant_connections):
             connection.rollback()
     return LatencyResult(
         samples, lane_samples, tuple(p.name for p in statements.probes),
         roundtrips_match_single=roundtrip_rows == single_rows == concurrent_rows,
         generic_matches_custom=single_rows == custom_rows,
+        variants=tuple(variant.name for variant in variants),
     )
 
 
@@ -400,6 +429,14 @@ def size_report(
         "confined_p50_ms": summaries["find_confined"].p50_ms,
         "confined_vs_owner": ratio(summaries["find_confined"].p50_ms, summaries["find_owner"].p50_ms),
         "empty_round_trip_p50_ms": empty.p50_ms,
+        "variants": {
+            name: {
+                "p50_ms": summaries[f"find@{name}"].p50_ms,
+                "p95_ms": summaries[f"find@{name}"].p95_ms,
+                "vs_find": ratio(summaries[f"find@{name}"].p50_ms, find.p50_ms),
+            }
+            for name in latency.variants
+        },
         "floor": {
             name: {
                 "p50_ms": summaries[f"floor_{name}"].p50_ms,

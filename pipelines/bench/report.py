@@ -53,6 +53,11 @@ def render_table(report: Mapping) -> str:
         f"lanegraph bench: {report['chunks']:,} chunks, {report['questions']} questions "
         "(client-side ms, p50 / p95)",
         f"  find, one statement          {_ms(report['find_p50_ms']):>9} / {_ms(report['find_p95_ms'])}",
+        *(
+            f"  find, {name + ' settings':<23}{_ms(figures['p50_ms']):>9} / {_ms(figures['p95_ms'])}"
+            f"   vs find {_x(figures['vs_find'])}"
+            for name, figures in report.get("variants", {}).items()
+        ),
         f"  floor, index probes summed   {_ms(report['floor_p50_ms']):>9} / {_ms(report['floor_p95_ms'])}"
         f"   find/floor {_x(report['find_vs_floor'])} {_verdict('find_vs_floor', report['find_vs_floor'])}",
         f"  per-lane round trips         {_ms(report['roundtrips_p50_ms']):>9} / {_ms(report['roundtrips_p95_ms'])}"

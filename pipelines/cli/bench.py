@@ -62,11 +62,24 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--reuse", action="store_true",
                         help="reuse a kept corpus of the same size and seed instead of regenerating it")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic corpus and questions")
+    parser.add_argument("--lanes", type=Path, nargs="+", default=[], metavar="PATH",
+                        help="other lanes.yaml files, each timed beside find on the same questions and data "
+                        "as find@<file name>")
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     sizes = tuple(size for group in (arguments.chunks or [(DEFAULT_CHUNKS,)]) for size in group)
+    config = load_config()
+    variants = tuple((path.stem, load_config(path)) for path in arguments.lanes)
+    for (name, variant), path in zip(variants, arguments.lanes, strict=True):
+        if variant.pipeline.embedding.dimension != config.pipeline.embedding.dimension:
+            raise InputError(
+                f"{path}: pipeline.embedding.dimension is {variant.pipeline.embedding.dimension}, but the "
+                f"benchmark corpus is built for {config.pipeline.embedding.dimension} (lanes.yaml)"
+            )
+    if len({name for name, _ in variants}) < len(variants):
+        raise InputError("--lanes: two files share a name; each is reported as find@<file name>")
     if arguments.dataset is not None and not arguments.dataset.is_file():
         raise InputError(f"--dataset {arguments.dataset}: no such file")
     try:
@@ -74,7 +87,7 @@ def run(arguments: argparse.Namespace) -> int:
             sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
             warmup_queries=arguments.warmup, explain_queries=arguments.explain_queries,
             keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
-            ingest_limit=arguments.ingest_limit,
+            ingest_limit=arguments.ingest_limit, variants=variants,
         )
     except ValueError as error:
         raise InputError(f"lanegraph bench: {error}") from None
@@ -83,7 +96,7 @@ def run(arguments: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
 
-    report = run_benchmark(resolve_database_url(BENCH_DATABASE), load_config(), options, progress)
+    report = run_benchmark(resolve_database_url(BENCH_DATABASE), config, options, progress)
     output = arguments.json or data_dir() / "bench" / "report.json"
     write_json(report, output)
     print(render_table(report))

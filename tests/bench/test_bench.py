@@ -28,8 +28,13 @@ LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "com
 
 def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: Path) -> None:
     prefix = f"t{uuid.uuid4().hex[:8]}_"
-    options = BenchOptions(sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix)
-    report = run_benchmark(server_url, load_config(PROJECT_ROOT / "lanes.yaml"), options)
+    config = load_config(PROJECT_ROOT / "lanes.yaml")
+    without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
+    options = BenchOptions(
+        sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix,
+        variants=(("no_bridges", without_bridges),),
+    )
+    report = run_benchmark(server_url, config, options)
     output = tmp_path / "report.json"
     write_json(report, output)
     written = json.loads(output.read_text())
@@ -50,7 +55,11 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     # The bridge hop reads entity_mention: a corpus without mentions would time it doing nothing.
     assert written["corpus"]["rows"]["entity_mention"] >= written["chunks"]
     assert {"entity_mention_chunk_idx", "entity_mention_document_idx"} <= set(written["index_build_seconds"])
-    assert "find, one statement" in render_table(written)
+    # Another lanes.yaml is timed beside find on the same questions, as find@<name>.
+    variant = written["variants"]["no_bridges"]
+    assert variant["p50_ms"] > 0 and variant["vs_find"] == pytest.approx(variant["p50_ms"] / written["find_p50_ms"])
+    assert written["latency"]["find@no_bridges"]["samples"] == written["latency"]["find"]["samples"]
+    assert "find, one statement" in render_table(written) and "no_bridges settings" in render_table(written)
     with connect(server_url, autocommit=True) as connection:
         left = connection.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
@@ -63,3 +72,16 @@ def test_a_size_below_the_minimum_is_one_line_and_exit_status_2(capsys) -> None:
         main(["bench", "--chunks", "5"])
     assert exit_.value.code == 2
     assert "is not a corpus size" in capsys.readouterr().err
+
+
+def test_a_lanes_file_for_another_embedding_width_is_one_line_and_exit_status_2(tmp_path: Path, capsys) -> None:
+    other = tmp_path / "wide.yaml"
+    other.write_text(
+        (PROJECT_ROOT / "lanes.yaml").read_text().replace("    dimension: 384", "    dimension: 768")
+    )
+    assert main(["bench", "--lanes", str(other)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        f"lanegraph: error: {other}: pipeline.embedding.dimension is 768, "
+        "but the benchmark corpus is built for 384 (lanes.yaml)"
+    )
