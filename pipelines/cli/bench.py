@@ -72,7 +72,7 @@ def run(arguments: argparse.Namespace) -> int:
     sizes = tuple(size for group in (arguments.chunks or [(DEFAULT_CHUNKS,)]) for size in group)
     config = load_config()
     variants = tuple((path.stem, load_config(path)) for path in arguments.lanes)
-    for (name, variant), path in zip(variants, arguments.lanes, strict=True):
+    for (_, variant), path in zip(variants, arguments.lanes, strict=True):
         if variant.pipeline.embedding.dimension != config.pipeline.embedding.dimension:
             raise InputError(
                 f"{path}: pipeline.embedding.dimension is {variant.pipeline.embedding.dimension}, but the "
