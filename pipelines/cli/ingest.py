@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipelines.resources.errors import InputError
 from pipelines.write.progress import listening
 from pipelines.write.runner import PLAIN_COUNTS, WriteReport
 
@@ -23,6 +24,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--wait-for-replicas", type=float, metavar="SECONDS",
+        help="afterwards, wait up to SECONDS until every read server (LANEGRAPH_READ_URLS) has replayed "
+        "the ingest, so reads there see it; exit status 1 if one has not",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -35,7 +41,27 @@ def run(arguments: argparse.Namespace) -> int:
     if not report.partitions and report.registration is not None:
         sources = len(report.registration.keys)
         print(f"{arguments.path}: {sources} source file(s), nothing new to materialize", file=sys.stderr)
-    return print_report(report, as_json=arguments.json)
+    status = print_report(report, as_json=arguments.json)
+    if arguments.wait_for_replicas is not None:
+        wait_for_read_servers(arguments.wait_for_replicas)
+    return status
+
+
+def wait_for_read_servers(timeout_seconds: float) -> None:
+    """Read-your-writes: block until every read server replayed the primary's WAL as it is now
+    (the ingest's last commit included)."""
+    from pipelines.resources.database import open_database
+    from pipelines.resources.read_servers import READ_URLS_ENV, ReadServers, current_wal_lsn
+
+    with open_database() as primary:
+        reads = ReadServers.from_environment(primary)
+        if reads is None:
+            raise InputError(f"--wait-for-replicas: no read servers to wait for; name them in {READ_URLS_ENV}")
+        with reads:
+            lsn = current_wal_lsn(primary)
+            waited = reads.wait_for_replay(lsn, timeout_seconds)
+    replayed = ", ".join(f"{name} after {seconds:.2f} s" for name, seconds in waited.items())
+    print(f"read servers replayed the ingest (WAL {lsn}): {replayed}", file=sys.stderr)
 
 
 def quiet_dagster() -> None:

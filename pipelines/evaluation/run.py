@@ -2,8 +2,8 @@
 
 Every arm answers every question on the same database with the same question vectors: each
 question is embedded once, up front, so latency measures retrieval (the statement, dedupe and
-packing), not the embedding model, and every arm sees identical vectors. find runs traced, so no
-arm changes the access counts (a ranking input) that the next arm sees.
+packing), not the embedding model, and every arm sees identical vectors. Access is never recorded,
+so no arm changes the access counts (a ranking input) that the next arm sees.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _find_retriever(database: Database, arm: Arm, embedder: Embedder, depth: int
     k = max(arm.config.settings.k, depth)
 
     def retrieve(question: str) -> Retrieved:
-        result = find(database, question, k=k, config=arm.config, trace=True, embedder=embedder)
+        result = find(database, question, k=k, config=arm.config, embedder=embedder)
         return Retrieved(
             [(candidate.document_id, candidate.source_chunk_id) for candidate in result.evidence],
             tuple(candidate.line for candidate in result.evidence),

@@ -307,13 +307,12 @@ class PostgresQueryClient:
 
     async def find(self, args: FindArgs, tier: str, source: str, limit: int) -> list[Evidence]:
         def run_find(connection: psycopg.Connection) -> FindResult:
-            # trace: which facts reach the caller is decided after fusion, not by this shard.
+            # Access is not recorded here: which facts reach the caller is decided after fusion.
             return find(
                 _HeldConnection(connection),  # type: ignore[arg-type]
                 args.question,
                 k=args.k,
                 config=self.config,
-                trace=True,
                 embedder=self.embedder,
             )
 

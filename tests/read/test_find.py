@@ -1,9 +1,12 @@
-"""find after the statement: covered sources dropped, greedy packing, fact access recorded."""
+"""find after the statement: covered sources dropped, greedy packing, read-only, access recorded after."""
 
 from __future__ import annotations
 
 import pytest
 
+from contextlib import contextmanager
+
+from pipelines.read.access import record_access
 from pipelines.read.find import Candidate, find, pack
 from pipelines.resources.errors import InputError
 from tests.read.planting import EMBEDDER, Planter
@@ -36,7 +39,7 @@ def facts_first(config):  # type: ignore[no-untyped-def]
 
 def test_a_source_covered_by_a_better_ranked_settled_fact_is_dropped(heron, config):
     config = facts_first(config)
-    result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
+    result = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
     assert [c.evidence_id for c in result.covered] == ["chunk:heron#0"]
     evidence = [c.evidence_id for c in result.evidence]
     assert "fact:f-built" in evidence and "chunk:heron#0" not in evidence
@@ -45,7 +48,7 @@ def test_a_source_covered_by_a_better_ranked_settled_fact_is_dropped(heron, conf
 
 
 def test_a_source_ranked_above_its_fact_is_kept(heron, config):
-    result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
+    result = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
     assert config.plan.order.index("sources") < config.plan.order.index("facts")
     assert not result.covered
     assert {"chunk:heron#0", "fact:f-built"} <= {c.evidence_id for c in result.evidence}
@@ -55,18 +58,52 @@ def test_an_attributed_fact_does_not_cover_its_source(heron, config):
     config = facts_first(config)
     with heron.connection() as connection:
         connection.execute("UPDATE fact SET perspective = 'Maren Okafor' WHERE id = 'f-built'")
-    result = find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
+    result = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
     assert not result.covered
     assert {"fact:f-built", "chunk:heron#0"} <= {c.evidence_id for c in result.evidence}
     assert next(c for c in result.evidence if c.fact_id == "f-built").stance == "attributed"
 
 
-def test_find_records_access_of_returned_facts_unless_tracing(heron, config):
-    find(heron, "Where is Project Heron built?", config=config, trace=True, embedder=EMBEDDER)
-    assert access(heron, "f-built") == 0
-    find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
-    find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
+def test_find_writes_nothing_and_the_caller_records_access_on_the_primary(heron, config):
+    def last_accessed():  # type: ignore[no-untyped-def]
+        with heron.connection() as connection:
+            return connection.execute("SELECT last_accessed FROM fact WHERE id = 'f-built'").fetchone()[0]
+
+    first = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
+    assert "f-built" in first.accessed_fact_ids
+    assert access(heron, "f-built") == 0 and last_accessed() is None
+    second = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER)
+    assert record_access(heron, [first, second]) == 1
     assert access(heron, "f-built") == 2
+    recorded = last_accessed()
+    assert recorded is not None
+    record_access(heron, [second])
+    assert access(heron, "f-built") == 3 and last_accessed() > recorded
+
+
+def test_a_confined_caller_records_access_only_to_facts_it_may_read(heron, config):
+    with heron.connection() as connection:
+        connection.execute("UPDATE fact SET scopes = '{board}' WHERE id = 'f-built'")
+    board = find(heron, "Where is Project Heron built?", config=config, embedder=EMBEDDER, scopes=["board"])
+    assert record_access(heron, [board], scopes=["staff"]) == 0
+    assert record_access(heron, [board], scopes=["board"]) == 1
+
+
+def test_find_runs_in_a_read_only_transaction(heron, config):
+    class Held:
+        """Lends find one connection, so the transaction it leaves open can be inspected."""
+
+        def __init__(self, connection):  # type: ignore[no-untyped-def]
+            self._connection = connection
+
+        @contextmanager
+        def connection(self, *_, **__):  # type: ignore[no-untyped-def]
+            yield self._connection
+
+    with heron.connection() as connection:
+        find(Held(connection), "Where is Project Heron built?", config=config, embedder=EMBEDDER)
+        assert connection.execute("SHOW transaction_read_only").fetchone()[0] == "on"
+        connection.rollback()
 
 
 def test_the_budget_is_packed_greedily_skipping_what_does_not_fit():
@@ -82,4 +119,4 @@ def test_the_budget_is_packed_greedily_skipping_what_does_not_fit():
 @pytest.mark.parametrize("question", ["", "   ", "nul \x00 byte", "x" * 4001])
 def test_unusable_questions_are_refused_with_a_clear_error(database, config, question):
     with pytest.raises(InputError):
-        find(database, question, config=config, trace=True, embedder=EMBEDDER)
+        find(database, question, config=config, embedder=EMBEDDER)

@@ -9,7 +9,7 @@ from tests.read.planting import EMBEDDER, vector
 
 
 def ask(world: Database, config: LanegraphConfig, question: str) -> FindResult:
-    return find(world, question, config=config, trace=True, embedder=EMBEDDER)
+    return find(world, question, config=config, embedder=EMBEDDER)
 
 
 def by_lane(result: FindResult, lane: str) -> dict[str, str]:

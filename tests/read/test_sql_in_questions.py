@@ -30,7 +30,7 @@ def test_a_question_containing_sql_is_just_text(database, config, question):
             plant.session_item("wm-sql", question)
             plant.session_item("wm-other", "The quarterly budget review moved to Thursday.")
     before = table_counts(database)
-    result = find(database, question, config=config, trace=True, embedder=EMBEDDER)
+    result = find(database, question, config=config, embedder=EMBEDDER)
     # The item whose text is the question itself is the nearest working-memory item: the question
     # reached the database as a value.
     memory = [c for c in result.candidates if c.lane == "working_memory"]

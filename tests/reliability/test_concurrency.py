@@ -90,7 +90,7 @@ def test_readers_during_a_materialization_see_each_document_whole(
                 tally["documents seen"] += 1
                 tally["mixed"] += len(versions_in(texts)) > 1
                 tally["revised" if versions_in(texts) == {True} else "original"] += 1
-            result = find(database, "Heron supplier people teams", config=config, embedder=embedder, trace=True)
+            result = find(database, "Heron supplier people teams", config=config, embedder=embedder)
             tally["finds"] += 1
             by_document: dict[str, list[str]] = {}
             for candidate in result.candidates:

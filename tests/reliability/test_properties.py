@@ -229,7 +229,7 @@ def test_generated_questions_through_find(planted_database: Database, embedding_
            k=st.one_of(st.none(), st.integers(-3, 40)))
     def answer(question: str, scopes: list[str] | None, k: int | None) -> None:
         outcomes.run(
-            lambda: find(planted_database, question, k=k, config=config, embedder=embedder, scopes=scopes, trace=True)
+            lambda: find(planted_database, question, k=k, config=config, embedder=embedder, scopes=scopes)
         )
 
     answer()
