@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from pipelines.read.find import embedder_for, enter_find_settings, estimate_toke
 from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder
 from pipelines.resources.errors import InputError
+from pipelines.resources.read_servers import ReadServers
 
 DEFAULT_CUTOFFS = (2, 5, 10)
 Progress = Callable[[str], None]
@@ -74,7 +76,7 @@ class QuestionVectors:
         return np.stack([self._vectors[text] for text in texts])
 
 
-def _find_retriever(database: Database, arm: Arm, embedder: Embedder, depth: int) -> Retriever:
+def _find_retriever(database: Database | ReadServers, arm: Arm, embedder: Embedder, depth: int) -> Retriever:
     # Enough rows for every cutoff: a k below the deepest cutoff would cap Recall@k by construction.
     k = max(arm.config.settings.k, depth)
 
@@ -121,11 +123,13 @@ def run_arm(
     embedder: Embedder,
     chunk_documents: dict[str, str],
     depth: int,
+    reads: ReadServers | None = None,
 ) -> ArmOutcome:
+    """Every question through the arm; find arms read from `reads` when given."""
     retrieve = (
         _ranking_retriever(database, arm, embedder)
         if arm.ranking
-        else _find_retriever(database, arm, embedder, depth)
+        else _find_retriever(reads or database, arm, embedder, depth)
     )
     # One untimed call compiles and prepares the statement, so latency measures answering only.
     retrieve(questions[0].text)
@@ -159,14 +163,19 @@ def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) ->
     url = ensure_built(dataset, progress, request.database_url, rebuild=request.rebuild)
     depth = ranking_depth(cutoffs)
     outcomes = []
-    with open_database(request.config_path, url=url) as database:
+    with open_database(request.config_path, url=url) as database, ExitStack() as opened:
+        # Read servers hold every database of their primary, the evaluation's own included.
+        reads = ReadServers.from_environment(database)
+        if reads is not None:
+            opened.enter_context(reads)
         with database.connection() as connection:
             chunk_documents = load_chunk_documents(connection)
         embedder = QuestionVectors(embedder_for(config), [question.text for question in questions])
         for arm in arms:
             started = time.perf_counter()
             outcomes.append(
-                run_arm(database, arm, questions, embedder=embedder, chunk_documents=chunk_documents, depth=depth)
+                run_arm(database, arm, questions, embedder=embedder, chunk_documents=chunk_documents, depth=depth,
+                        reads=reads)
             )
             progress(f"arm {arm.name}: {len(questions)} questions in {time.perf_counter() - started:.1f} s")
     return build_report(dataset.name, request.split, questions, outcomes, cutoffs)

@@ -37,6 +37,7 @@ from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.execute import run_statement
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
+from pipelines.resources.read_servers import ReadServers
 from pipelines.resources.embedder import Embedder
 
 DEFAULT_STATEMENT_TIMEOUT_SECONDS = 30.0
@@ -60,12 +61,10 @@ class _CancellableWork:
 
     def __init__(
         self,
-        database: Database,
         work: Callable[[psycopg.Connection], T],
         scopes: Sequence[str] | None,
         timeout_ms: int,
     ) -> None:
-        self._database = database
         self._work = work
         self._scopes = scopes
         self._timeout_ms = timeout_ms
@@ -73,8 +72,8 @@ class _CancellableWork:
         self._connection: psycopg.Connection | None = None
         self._cancelled = False
 
-    def run(self) -> T | None:
-        with self._database.connection(self._scopes) as connection:
+    def run(self, database: Database) -> T | None:
+        with database.connection(self._scopes) as connection:
             with self._lock:
                 if self._cancelled:
                     # Waiting for a pooled connection can outlast the caller; then run nothing.
@@ -100,16 +99,23 @@ class _CancellableWork:
 
 
 async def run_cancellable(
-    database: Database,
+    database: Database | ReadServers,
     work: Callable[[psycopg.Connection], T],
     *,
     scopes: Sequence[str] | None = None,
     timeout_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
 ) -> T:
     """`work(connection)` in a worker thread, in one transaction (confined to `scopes` when given)
-    whose statements end after `timeout_seconds`; cancelling the caller cancels the statement."""
-    job = _CancellableWork(database, work, scopes, max(1, int(timeout_seconds * 1000)))
-    worker = asyncio.ensure_future(asyncio.to_thread(job.run))
+    whose statements end after `timeout_seconds`; cancelling the caller cancels the statement.
+    Given `ReadServers`, it runs on the next read server in turn, or on the primary when none can."""
+    job = _CancellableWork(work, scopes, max(1, int(timeout_seconds * 1000)))
+
+    def run_on_a_server() -> T | None:
+        if isinstance(database, ReadServers):
+            return database.run(job.run)[0]
+        return job.run(database)
+
+    worker = asyncio.ensure_future(asyncio.to_thread(run_on_a_server))
     # After a cancel nobody awaits the worker; its QueryCanceled must not be logged as unretrieved.
     worker.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
@@ -229,11 +235,12 @@ class _HeldConnection:
 
 
 class PostgresQueryClient:
-    """A GraphQueryClient over one database; every returned evidence carries the given tier and source."""
+    """A GraphQueryClient over one database (or a primary and its read servers, spreading the
+    sub-queries over them); every returned evidence carries the given tier and source."""
 
     def __init__(
         self,
-        database: Database,
+        database: Database | ReadServers,
         *,
         config: LanegraphConfig | None = None,
         embedder: Embedder | None = None,

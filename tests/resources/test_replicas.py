@@ -3,6 +3,7 @@ that dies or lags degrades find to the primary instead of failing it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.config import PROJECT_ROOT, LanegraphConfig, data_dir, load_config
+from pipelines.fusion.models import FindArgs
+from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.read.access import record_access
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
@@ -101,6 +104,16 @@ def test_find_spreads_over_read_servers_and_says_which_answered(ingested, standb
         served = [ask(reads, config) for _ in range(4)]
     assert sorted(result.served_by for result in served) == [PRIMARY, PRIMARY, "read1", "read1"]
     assert all(rows(result) == rows(served[0]) and not result.degraded_reason for result in served)
+
+
+def test_the_fusion_client_reads_from_the_standby(ingested, standby, standby_url, config):
+    def evidence(database):  # type: ignore[no-untyped-def]
+        client = PostgresQueryClient(database, config=config, embedder=EMBEDDER, scopes=["acme"])
+        return [(e.entity_id, e.snippet_text) for e in asyncio.run(client.find(FindArgs(QUESTION, k=8), "2", "find", 50))]
+
+    with ReadServers(ingested, [standby_url]) as reads:
+        spread = evidence(reads)
+    assert spread and spread == evidence(standby) == evidence(ingested)
 
 
 def test_row_security_holds_on_the_standby(ingested, standby, config):
