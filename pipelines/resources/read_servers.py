@@ -32,12 +32,17 @@ DEFAULT_MAX_LAG_SECONDS = 30.0
 HEALTH_SECONDS = 2.0
 PRIMARY = "primary"
 REPLAY_POLL_SECONDS = 0.05
-# Behind in seconds: zero once the standby replayed what the primary had written when asked;
-# otherwise the age of the last transaction it replayed.
+# Behind in seconds, the usual standby check: zero once the standby replayed what the primary had
+# written when asked, or everything it received while it streams (WAL in flight is not lag);
+# otherwise the age of the last transaction it replayed (zero before it replayed any: maintenance
+# WAL after the base backup, no commit yet). After a long idle spell that age can overstate a
+# moment's lag until the standby replays the new commit, milliseconds later.
 STANDBY_LAG = """
 SELECT pg_is_in_recovery(),
        CASE WHEN pg_last_wal_replay_lsn() >= %s::pg_lsn THEN 0
-            ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 'Infinity')
+            WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()
+                 AND EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming') THEN 0
+            ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0)
        END::float8
 """
 T = TypeVar("T")
@@ -104,9 +109,10 @@ class ReadOutcome:
 
 
 class _ReadServer:
-    def __init__(self, name: str, url: str) -> None:
+    def __init__(self, name: str, url: str, pool_size: int) -> None:
         self.name = name
         self.url = url
+        self.pool_size = pool_size
         self._lock = threading.Lock()
         self._database: Database | None = None
         self._checked_at = float("-inf")
@@ -142,7 +148,7 @@ class _ReadServer:
     def database(self) -> Database:
         with self._lock:
             if self._database is None:
-                self._database = Database(self.url)
+                self._database = Database(self.url, max_size=self.pool_size)
             return self._database
 
     def close(self) -> None:
@@ -158,7 +164,8 @@ def _first_line(error: BaseException) -> str:
 
 class ReadServers:
     """The primary and the servers that take its reads. With `include_primary` the primary is one of
-    the servers reads rotate over; otherwise it serves a read only when every server is skipped."""
+    the servers reads rotate over; otherwise it serves a read only when every server is skipped.
+    Each read server gets a pool of `pool_size` connections, opened on its first read."""
 
     def __init__(
         self,
@@ -167,12 +174,14 @@ class ReadServers:
         *,
         max_lag_seconds: float = DEFAULT_MAX_LAG_SECONDS,
         include_primary: bool = False,
+        pool_size: int = 4,
     ) -> None:
         self.primary = primary
         self.max_lag_seconds = max_lag_seconds
         self.include_primary = include_primary
         self.servers = [
-            _ReadServer(f"read{position}", server_url_for(url, primary.url)) for position, url in enumerate(urls, 1)
+            _ReadServer(f"read{position}", server_url_for(url, primary.url), pool_size)
+            for position, url in enumerate(urls, 1)
         ]
         members = len(self.servers) + (1 if include_primary else 0)
         self._turns = itertools.cycle(range(members))
