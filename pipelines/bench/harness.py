@@ -161,7 +161,11 @@ def run_benchmark(
     return report
 
 
-def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: BenchOptions, progress: Progress) -> dict:
+def prepare_corpus(
+    server_url: str, config: LanegraphConfig, chunks: int, options: BenchOptions, progress: Progress
+) -> tuple[str, str, LoadResult]:
+    """A synthetic corpus of `chunks` chunks in its own schema, reused when `options.reuse` finds
+    one of the same shape: returns the schema, its URL and what the load did."""
     dimension = config.pipeline.embedding.dimension
     shape = CorpusShape(chunks, dimension, options.seed)
     schema = options.schema_prefix + bench_schema(chunks)
@@ -170,13 +174,18 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
     if load is not None and len(stored_queries(url, options.queries)) >= options.queries:
         progress(f"{chunks} chunks: reusing the corpus in schema {schema}")
         prepare_database(url, dimension)
-    else:
-        progress(f"{chunks} chunks: generating and loading a synthetic corpus into schema {schema}")
-        url = recreate_schema(server_url, schema, dimension)
-        corpus = SyntheticCorpus(shape)
-        raptor = config.pipeline.raptor
-        load = load_corpus(url, corpus, raptor_max_levels=raptor.max_levels, raptor_root_count=raptor.root_count)
-        store_queries(url, corpus.queries(STORED_QUERIES))
+        return schema, url, load
+    progress(f"{chunks} chunks: generating and loading a synthetic corpus into schema {schema}")
+    url = recreate_schema(server_url, schema, dimension)
+    corpus = SyntheticCorpus(shape)
+    raptor = config.pipeline.raptor
+    load = load_corpus(url, corpus, raptor_max_levels=raptor.max_levels, raptor_root_count=raptor.root_count)
+    store_queries(url, corpus.queries(STORED_QUERIES))
+    return schema, url, load
+
+
+def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: BenchOptions, progress: Progress) -> dict:
+    schema, url, load = prepare_corpus(server_url, config, chunks, options, progress)
     questions = stored_queries(url, options.queries)
     try:
         statements = BenchStatements.of(config)

@@ -16,6 +16,7 @@ from pipelines.bench.harness import (
     BenchOptions,
     run_benchmark,
 )
+from pipelines.bench.load import measure_load, render_load
 from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
 from pipelines.config import data_dir, load_config
@@ -65,6 +66,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--lanes", type=Path, nargs="+", default=[], metavar="PATH",
                         help="other lanes.yaml files, each timed beside find on the same questions and data "
                         "as find@<file name>")
+    parser.add_argument("--clients", type=int, metavar="N",
+                        help="instead: find under N concurrent clients, primary alone against primary + "
+                        "--replicas standbys (throughput, p50/p95, ratios); uses the first --chunks size")
+    parser.add_argument("--replicas", type=int, default=1, metavar="R",
+                        help="standbys beside the primary for --clients (default 1; embedded: made and removed "
+                        "for the run; with DATABASE_URL: the first R of LANEGRAPH_READ_URLS)")
     parser.set_defaults(handler=run)
 
 
@@ -96,9 +103,17 @@ def run(arguments: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
 
-    report = run_benchmark(resolve_database_url(BENCH_DATABASE), config, options, progress)
-    output = arguments.json or data_dir() / "bench" / "report.json"
+    if arguments.clients is not None:
+        report = measure_load(
+            resolve_database_url(BENCH_DATABASE), config, options,
+            clients=arguments.clients, replicas=arguments.replicas, progress=progress,
+        )
+        rendered = render_load(report)
+    else:
+        report = run_benchmark(resolve_database_url(BENCH_DATABASE), config, options, progress)
+        rendered = render_table(report)
+    output = arguments.json or data_dir() / "bench" / ("load.json" if arguments.clients is not None else "report.json")
     write_json(report, output)
-    print(render_table(report))
+    print(rendered)
     print(f"\nJSON report: {output}")
     return 0
