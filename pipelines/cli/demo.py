@@ -27,8 +27,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
     from pipelines.config import load_config
-    from pipelines.write.runner import ingest
-    from pipelines.write.session import load_session_items
+    from pipelines.orchestration.runner import ingest
+    from pipelines.write.session.session import load_session_items
 
     corpus = demo_corpus_path()
     print(f"Ingesting the demo corpus ({corpus / 'documents'}) ...")

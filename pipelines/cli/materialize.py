@@ -22,7 +22,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
-    from pipelines.write.runner import materialize
+    from pipelines.orchestration.runner import materialize
 
     with progress_on_stderr():
         report = materialize(arguments.assets)

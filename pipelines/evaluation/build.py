@@ -2,7 +2,7 @@
 
 A dataset gets the database `lanegraph_eval_<name>` on the embedded server, or the schema of that
 name on DATABASE_URL's server (an external role may not be allowed to create databases). Its assets
-are built by the write side's runner (`pipelines.write.runner.ingest`) from the corpus written as
+are built by the write side's runner (`pipelines.orchestration.runner.ingest`) from the corpus written as
 JSONL, under a throwaway Dagster instance. A fingerprint of the corpus and the `pipeline` settings is
 stored with them: a later run whose fingerprint matches skips the build, so comparing retrieval
 settings (lanes.yaml's retrieval sections, extra `--lanes` files) never rebuilds, while a changed
@@ -25,7 +25,7 @@ from pipelines.resources.database import connect, prepare_database, resolve_data
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.resources.errors import InputError
 from pipelines.write.progress import ProgressListener, listening
-from pipelines.write.runner import ingest
+from pipelines.orchestration.runner import ingest
 
 EVAL_DATABASE_PREFIX = "lanegraph_eval_"
 FINGERPRINT_KEY = "eval_corpus_fingerprint"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipelines.write.sources import Problem
+from pipelines.write.documents.sources import Problem
 
 COUNT_NAMES = ("inserted", "updated", "deleted", "unchanged", "skipped")
 MAX_LISTED_PROBLEMS = 50

@@ -13,7 +13,7 @@ from pipelines.config import PROJECT_ROOT
 from pipelines.read.cacheability import check_cacheability, plan_nodes
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
-from pipelines.write.runner import ingest
+from pipelines.orchestration.runner import ingest
 from tests.read.planting import EMBEDDER, Planter
 
 DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus"

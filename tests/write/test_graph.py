@@ -17,7 +17,7 @@ from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.resources.extractor import ExtractorResource
 from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write.runner import WriteReport, ingest, materialize
+from pipelines.orchestration.runner import WriteReport, ingest, materialize
 
 SETTINGS = load_config(PROJECT_ROOT / "lanes.yaml").pipeline
 DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"

@@ -12,7 +12,7 @@ from pipelines.resources.errors import ConfigError
 from pipelines.resources.extractor import ExtractorResource
 from pipelines.resources.llm import LLMError
 from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write.extraction_model import ChunkText
+from pipelines.write.extraction.extraction_model import ChunkText
 from tests.http_stub import StubServer
 from tests.write.chat_stub import chat_reply
 

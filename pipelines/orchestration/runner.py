@@ -17,12 +17,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.dagster_home import ensure_dagster_home
+from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.defs.write.jobs import GRAPH_GROUP, READ_GROUP
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, open_database
 from pipelines.resources.errors import InputError, LanegraphError
-from pipelines.write.registry import Registration, register_path, unfinished_sources
+from pipelines.write.documents.registry import Registration, register_path, unfinished_sources
 
 INGEST_JOB = "ingest_documents"
 GRAPH_JOB = "refresh_graph"
