@@ -32,8 +32,8 @@ from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.definitions import defs
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.resources.summarizer import SummarizerResource
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.summaries.summarizer import SummarizerResource
 from pipelines.orchestration.runner import ingest
 from tests.reliability.tenancy import HashedEmbedder
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from pipelines.write.documents.sources import SourceFile, discover_sources, jsonl_document, read_source
 
 

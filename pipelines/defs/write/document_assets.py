@@ -9,7 +9,7 @@ import dagster as dg
 
 from pipelines.config import load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.defs.write.jobs import PER_DOCUMENT_GROUP
+from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipelines.resources.database import Database
-from pipelines.resources.extractor import Extractor
+from pipelines.write.extraction.extractor import Extractor
 from pipelines.write.extraction import extraction_sql as q
 from pipelines.write.extraction.extraction_store import (
     DocumentCounts,

@@ -16,7 +16,7 @@ import numpy as np
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
-from pipelines.resources.summarizer import Summarizer
+from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import leiden_hierarchy
 from pipelines.write.extraction.ontology import ENTITY_KINDS

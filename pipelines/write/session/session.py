@@ -23,8 +23,8 @@ import pydantic
 from pipelines.config import PipelineSettings, data_dir
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder
-from pipelines.resources.errors import InputError
-from pipelines.resources.extractor import Extractor
+from pipelines.errors import InputError
+from pipelines.write.extraction.extractor import Extractor
 from pipelines.write.session import session_sql as q
 from pipelines.write.documents.bm25 import index_partitions
 from pipelines.write.documents.chunks import materialize_chunks
