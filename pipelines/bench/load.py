@@ -29,7 +29,7 @@ from pipelines.config import LanegraphConfig, data_dir
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from pipelines.resources.read_servers import (
     READ_URLS_ENV,
     ReadServers,

@@ -12,7 +12,7 @@ from pipelines.config import data_dir, load_config
 from pipelines.resources.backup import backup_database, restore_database
 from pipelines.resources.database import DEFAULT_DATABASE, connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby, server_binaries
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
 
 

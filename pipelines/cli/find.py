@@ -18,7 +18,7 @@ from pipelines.read.access import record_access_or_say
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import open_database
 from pipelines.resources.read_servers import ReadServers
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from pipelines.resources.scopes import parse_scopes
 
 

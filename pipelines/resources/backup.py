@@ -15,7 +15,7 @@ from psycopg import sql
 
 from pipelines.resources.database import connect, prepare_database
 from pipelines.resources.embedded_postgres import run_program
-from pipelines.resources.errors import DatabaseError, InputError
+from pipelines.errors import DatabaseError, InputError
 
 DUMP_SECONDS = 3600
 MAINTENANCE_DATABASE = "postgres"

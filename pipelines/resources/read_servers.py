@@ -23,7 +23,7 @@ from typing import TypeVar
 import psycopg
 
 from pipelines.resources.database import Database, connect
-from pipelines.resources.errors import DatabaseError, InputError
+from pipelines.errors import DatabaseError, InputError
 
 READ_URLS_ENV = "LANEGRAPH_READ_URLS"
 MAX_LAG_ENV = "LANEGRAPH_READ_MAX_LAG_SECONDS"

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from pipelines.read.access import record_access
 from pipelines.read.find import Candidate, find, pack
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from tests.read.planting import EMBEDDER, Planter
 
 

@@ -20,7 +20,7 @@ from pipelines.read.access import record_access
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.read_servers import (
     PRIMARY,
     READ_URLS_ENV,

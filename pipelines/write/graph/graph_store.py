@@ -16,11 +16,11 @@ import numpy as np
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
-from pipelines.resources.summarizer import Summarizer
-from pipelines.write import graph_sql as q
-from pipelines.write.communities import leiden_hierarchy
-from pipelines.write.ontology import ENTITY_KINDS
-from pipelines.write.raptor import build_tree
+from pipelines.write.summaries.summarizer import Summarizer
+from pipelines.write.graph import graph_sql as q
+from pipelines.write.graph.communities import leiden_hierarchy
+from pipelines.write.extraction.ontology import ENTITY_KINDS
+from pipelines.write.summaries.raptor import build_tree
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 Progress = Callable[[str], None]
