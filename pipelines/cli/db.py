@@ -122,13 +122,16 @@ def _list_replicas(server: EmbeddedPostgres) -> int:
     if not standbys:
         print("no replicas (add one with `lanegraph db replica add NAME`)")
         return 0
-    with connect(server.start(), autocommit=True) as connection:
-        streams = {
-            name: (state, lag)
-            for name, state, lag in connection.execute(
-                "SELECT application_name, state, coalesce(replay_lag, '0'::interval) FROM pg_stat_replication"
-            )
-        }
+    streams = {}
+    # Listing must not start a stopped primary: then nothing streams.
+    if (primary := server.status()).running and primary.url is not None:
+        with connect(primary.url, autocommit=True) as connection:
+            streams = {
+                name: (state, lag)
+                for name, state, lag in connection.execute(
+                    "SELECT application_name, state, coalesce(replay_lag, '0'::interval) FROM pg_stat_replication"
+                )
+            }
     for standby in standbys:
         status = standby.status()
         state, lag = streams.get(standby.name, ("not streaming", None))

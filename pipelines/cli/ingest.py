@@ -27,7 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--wait-for-replicas", type=float, metavar="SECONDS",
         help="afterwards, wait up to SECONDS until every read server (LANEGRAPH_READ_URLS) has replayed "
-        "the ingest, so reads there see it; exit status 1 if one has not",
+        "the ingest, so reads there see it; one that has not is named (exit status 2)",
     )
     parser.set_defaults(handler=run)
 

@@ -184,7 +184,8 @@ class ReadServers:
             for position, url in enumerate(urls, 1)
         ]
         members = len(self.servers) + (1 if include_primary else 0)
-        self._turns = itertools.cycle(range(members))
+        # No read servers at all: every read is the primary's.
+        self._turns = itertools.cycle(range(max(members, 1)))
         self._turn_lock = threading.Lock()
 
     @classmethod

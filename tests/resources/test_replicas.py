@@ -65,7 +65,8 @@ def standby_url() -> Iterator[str]:
         patch.setattr("builtins.print", lambda *parts, **_: lines.append(" ".join(map(str, parts))))
         assert main(["db", "replica", "add", "reads1"]) == 0
     yield lines[-1]
-    EmbeddedStandby(EmbeddedPostgres(data_dir()), "reads1").remove()
+    assert main(["db", "replica", "remove", "reads1"]) == 0
+    assert not EmbeddedPostgres(data_dir()).standbys()
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +98,12 @@ def test_the_standby_serves_find_with_the_primarys_rows_after_an_ingest(ingested
     assert rows(ask(standby, config)) == rows(on_primary)
     with standby.connection() as connection:
         assert connection.execute("SELECT pg_is_in_recovery()").fetchone()[0]
+
+
+def test_replica_list_shows_the_standby_streaming(standby_url, capsys):
+    assert main(["db", "replica", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "reads1" in listed and "running  streaming" in listed and standby_url in listed
 
 
 def test_find_spreads_over_read_servers_and_says_which_answered(ingested, standby_url, config):
