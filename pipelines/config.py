@@ -14,9 +14,9 @@ from typing import Literal
 import pydantic
 from pydantic import Field
 
-from pipelines.read import lanes_config
-from pipelines.resources.errors import ConfigError
-from pipelines.resources.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
+from pipelines import lanes_config
+from pipelines.errors import ConfigError
+from pipelines.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SQL_TEMPLATES = PROJECT_ROOT / "sql_templates"

@@ -1,8 +1,5 @@
 """The Dagster code location: every asset, check, sensor and schedule under pipelines/defs/."""
 
-import dagster as dg
+from pipelines.defs.code_location import code_location
 
-import pipelines.defs
-from pipelines.config import PROJECT_ROOT
-
-defs = dg.load_defs(defs_root=pipelines.defs, project_root=PROJECT_ROOT)
+defs = code_location()

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 
 # Order here is the order of `lanegraph --help`.
 COMMAND_MODULES = ("demo", "db", "ingest", "materialize", "find", "explain", "compile", "check", "eval", "ui", "bench")

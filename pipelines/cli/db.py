@@ -10,7 +10,7 @@ import subprocess
 from pipelines.config import data_dir, load_config
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
 
 

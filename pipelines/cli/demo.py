@@ -27,13 +27,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
     from pipelines.config import load_config
-    from pipelines.write.runner import ingest
-    from pipelines.write.session import load_session_items
+    from pipelines.definitions import defs
+    from pipelines.orchestration.runner import ingest
+    from pipelines.write.session.session import load_session_items
 
     corpus = demo_corpus_path()
     print(f"Ingesting the demo corpus ({corpus / 'documents'}) ...")
     with progress_on_stderr():
-        report = ingest(corpus / "documents")
+        report = ingest(corpus / "documents", definitions=defs)
     status = print_report(report, as_json=False)
     if not report.assets:
         print("every asset is up to date with the corpus")

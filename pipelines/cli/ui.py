@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from pipelines.dagster_home import ensure_dagster_home
+from pipelines.orchestration.dagster_home import ensure_dagster_home
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -21,10 +21,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from pipelines.read.dialect import ColonPlaceholder, PgVector
-from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.read.dialect import DISTANCE_OPERATORS, ColonPlaceholder, PgVector
+from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
-from pipelines.resources.errors import ConfigError, first_line_of
+from pipelines.errors import ConfigError, first_line_of
 
 CONSTANT_MARKER = "@constant"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -161,8 +161,6 @@ def check_binds_only(template: Template) -> None:
 
 def ann_windows(template: Template) -> Iterator[exp.Select]:
     """Selects that rank a table (not one of the template's CTEs) by vector distance to a bind."""
-    from pipelines.read.compiler import DISTANCE_OPERATORS  # the compiler imports this module
-
     ctes = {cte.alias for cte in template.tree.find_all(exp.CTE)}
     for select in template.tree.find_all(exp.Select):
         order, source = select.args.get("order"), select.args.get("from_")

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.config import SQL_TEMPLATES
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 
 SCHEMA_DIR = SQL_TEMPLATES / "schema"
 MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")

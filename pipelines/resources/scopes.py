@@ -25,7 +25,7 @@ from enum import StrEnum
 
 from psycopg import sql
 
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 SCOPES_SETTING = "lanegraph.scopes"
 MAX_SCOPE_CHARS = 200

@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 import psycopg
 
 from pipelines.resources.database import Database
-from pipelines.resources.errors import first_line_of
+from pipelines.errors import first_line_of
 from pipelines.write.report import StepReport
 
 Item = TypeVar("Item")

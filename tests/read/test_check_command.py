@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.config import PROJECT_ROOT
-from pipelines.read.lanes_config import LANE_TEMPLATES
+from pipelines.lanes_config import LANE_TEMPLATES
 
 WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
 

@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.config import PROJECT_ROOT, load_config
 from pipelines.read.json_schema import SCHEMA_PATH, lanes_json_schema
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
 
 SETTINGS = (PROJECT_ROOT / "lanes.yaml").read_text()
 

@@ -19,7 +19,7 @@ import pytest
 from pipelines.cli import main
 from pipelines.config import PROJECT_ROOT, load_config
 from pipelines.resources.database import Database
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
 from tests.reliability.fingerprints import table_counts
 
 VALID_LANES = (PROJECT_ROOT / "lanes.yaml").read_text()

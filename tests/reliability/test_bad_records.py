@@ -16,11 +16,11 @@ import pytest
 
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import MAX_SCOPE_CHARS, MAX_SCOPES
-from pipelines.write.bm25 import statistics_consistent, statistics_health
-from pipelines.write.chunks import materialize_chunks
-from pipelines.write.documents import materialize_documents
-from pipelines.write.registry import register_path
-from pipelines.write.sources import SourceFile, read_source
+from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.registry import register_path
+from pipelines.write.documents.sources import SourceFile, read_source
 from tests.reliability.test_bad_input import assert_one_line, replaced, run_cli
 
 VALID = [

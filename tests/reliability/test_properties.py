@@ -23,7 +23,7 @@ from pipelines.config import PROJECT_ROOT, load_config
 from pipelines.read.compiler import compile_find
 from pipelines.read.find import find
 from pipelines.resources.database import Database
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 from tests.reliability.tenancy import HashedEmbedder, hashed_embedding, plant_world
 
 VALID = yaml.safe_load((PROJECT_ROOT / "lanes.yaml").read_text())

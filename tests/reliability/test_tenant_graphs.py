@@ -25,7 +25,7 @@ import pytest
 from pipelines.config import load_config
 from pipelines.read.find import find
 from pipelines.resources.database import Database
-from pipelines.write.runner import ingest
+from pipelines.orchestration.runner import ingest
 from tests.reliability.tenancy import HashedEmbedder
 from tests.reliability.write_worker import definitions
 

@@ -19,12 +19,12 @@ from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
 from pipelines.resources.database import Database, DatabaseResource, connect
-from pipelines.write.bm25 import statistics_consistent, statistics_health
-from pipelines.write.chunking import indexed_text
-from pipelines.write.chunks import materialize_chunks
-from pipelines.write.documents import materialize_documents
-from pipelines.write.registry import register_path
-from pipelines.write.runner import ingest
+from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
+from pipelines.write.documents.chunking import indexed_text
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.registry import register_path
+from pipelines.orchestration.runner import ingest
 
 LEXICAL = dg.Definitions(
     assets=[document_assets.documents, document_assets.chunks, document_assets.bm25_index],

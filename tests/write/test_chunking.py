@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipelines.config import PROJECT_ROOT
-from pipelines.write.chunking import chunk_document, count_tokens, indexed_text, sentence_spans
+from pipelines.write.documents.chunking import chunk_document, count_tokens, indexed_text, sentence_spans
 
 HERON = (PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents" / "project-heron.md").read_text()
 

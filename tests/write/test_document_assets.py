@@ -16,7 +16,7 @@ from pipelines.config import PROJECT_ROOT
 from pipelines.defs.write import document_assets, jobs
 from pipelines.resources.database import DatabaseResource, connect
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.write.runner import WriteReport, ingest, materialize
+from pipelines.orchestration.runner import WriteReport, ingest, materialize
 
 DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
 DEFINITIONS = dg.Definitions(

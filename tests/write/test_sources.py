@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.resources.errors import InputError
-from pipelines.write.sources import SourceFile, discover_sources, jsonl_document, read_source
+from pipelines.errors import InputError
+from pipelines.write.documents.sources import SourceFile, discover_sources, jsonl_document, read_source
 
 
 def source(path: Path, kind: str) -> SourceFile:

@@ -11,8 +11,9 @@ from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.cacheability import check_cacheability, failure_summary, generic_plan
 from pipelines.read.compiler import compile_find
 from pipelines.read.explain import plan_lines
+from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 
 
 # The graph-wide assets: the check proves the plan on the tables they fill (an empty corpus cannot
@@ -25,7 +26,7 @@ def _config(database: DatabaseResource) -> LanegraphConfig:
 
 
 @dg.asset(
-    group_name="read",
+    group_name=READ_GROUP,
     deps=list(GRAPH_WIDE_ASSETS),
     description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
 )

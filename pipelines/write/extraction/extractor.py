@@ -14,10 +14,10 @@ import dagster as dg
 
 from pipelines.config import ExtractionSettings
 from pipelines.resources.llm import ChatClient
-from pipelines.write.extraction_model import ChunkExtraction, ChunkText
-from pipelines.write.llm_extractor import LLMExtractor
-from pipelines.write.rule_extractor import RuleExtractor
-from pipelines.write.spacy_extractor import SpacyExtractor
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText
+from pipelines.write.extraction.llm_extractor import LLMExtractor
+from pipelines.write.extraction.rule_extractor import RuleExtractor
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 
 
 class Extractor(Protocol):

@@ -16,9 +16,9 @@ from datetime import UTC, date, datetime, time
 
 import psycopg
 
-from pipelines.write import extraction_sql as q
-from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
-from pipelines.write.ontology import ENTITY_KINDS, ROLE_HINT_WEIGHT, project_alias_key
+from pipelines.write.extraction import extraction_sql as q
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.ontology import ENTITY_KINDS, ROLE_HINT_WEIGHT, project_alias_key
 
 # Single-valued predicates and the endpoint that keys them: a project has one lead at a time
 # (keyed by the object of "lead"), an entity one status (keyed by its subject).

@@ -23,16 +23,16 @@ import pydantic
 from pipelines.config import PipelineSettings, data_dir
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder
-from pipelines.resources.errors import InputError
-from pipelines.resources.extractor import Extractor
+from pipelines.errors import InputError
+from pipelines.write.extraction.extractor import Extractor
 from pipelines.resources.scopes import normalize_row_scopes
-from pipelines.write import session_sql as q
-from pipelines.write.bm25 import index_partitions
-from pipelines.write.chunks import materialize_chunks
-from pipelines.write.documents import materialize_documents
-from pipelines.write.embeddings import materialize_embeddings
-from pipelines.write.extraction import ExtractionReport, extract_documents
-from pipelines.write.registry import partition_document_ids, register_path
+from pipelines.write.session import session_sql as q
+from pipelines.write.documents.bm25 import index_partitions
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.embeddings import materialize_embeddings
+from pipelines.write.extraction.extraction import ExtractionReport, extract_documents
+from pipelines.write.documents.registry import partition_document_ids, register_path
 from pipelines.write.report import StepReport
 
 DOCUMENT_PREFIX = "session:"

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 import psycopg
 
 from pipelines.resources.database import Database
-from pipelines.write import bm25_sql as q
-from pipelines.write.document_sql import CHUNK_TEXTS, PARTITION_CHUNK_COUNT
+from pipelines.write.documents import bm25_sql as q
+from pipelines.write.documents.document_sql import CHUNK_TEXTS, PARTITION_CHUNK_COUNT
 from pipelines.write.batches import BatchWriter
-from pipelines.write.chunking import indexed_text
+from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 

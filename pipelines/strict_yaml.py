@@ -13,7 +13,7 @@ from typing import Any
 import pydantic
 import yaml
 
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
 
 MAX_SETTINGS_BYTES = 1 << 20
 # PyYAML composes nested nodes recursively: "[[[[..." a few thousand deep overflows the stack.

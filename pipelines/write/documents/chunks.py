@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 import psycopg
 
 from pipelines.resources.database import Database
-from pipelines.write import document_sql as q
+from pipelines.write.documents import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.bm25 import apply_statistics, forget_chunks, index_chunks
-from pipelines.write.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint, indexed_text
+from pipelines.write.documents.bm25 import apply_statistics, forget_chunks, index_chunks
+from pipelines.write.documents.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint, indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 

@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from pipelines.write.sources import sha256_text
+from pipelines.write.documents.sources import sha256_text
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
 _LINE = re.compile(r"[^\n]*\n?")

@@ -23,11 +23,11 @@ import numpy as np
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
-from pipelines.resources.summarizer import Summarizer
-from pipelines.write import graph_sql as q
-from pipelines.write.communities import CommunityNode, leiden_hierarchy
-from pipelines.write.ontology import ENTITY_KINDS
-from pipelines.write.raptor import RaptorNode, build_tree
+from pipelines.write.summaries.summarizer import Summarizer
+from pipelines.write.graph import graph_sql as q
+from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy
+from pipelines.write.extraction.ontology import ENTITY_KINDS
+from pipelines.write.summaries.raptor import RaptorNode, build_tree
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 Item = TypeVar("Item")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from pipelines.write.grounding import chunk_sentences
+from pipelines.write.extraction.grounding import chunk_sentences
 
 # Two sentences at least this similar say the same thing; the second adds nothing to a summary.
 REDUNDANCY_THRESHOLD = 0.6

@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
-from pipelines.write.grounding import chunk_sentences, sentence_validity
-from pipelines.write.ontology import CODE_PATTERN, guess_kind
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.grounding import chunk_sentences, sentence_validity
+from pipelines.write.extraction.ontology import CODE_PATTERN, guess_kind
 
 _CAPITALISED = r"[A-Z][\w'’-]*"
 _NAME = re.compile(

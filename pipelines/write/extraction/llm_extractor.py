@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
 from pipelines.resources.llm import ChatClient
-from pipelines.write.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
-from pipelines.write.grounding import chunk_sentences, sentence_validity
-from pipelines.write.ontology import ENTITY_KINDS, kind_from_name, normalize_entity_name
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.grounding import chunk_sentences, sentence_validity
+from pipelines.write.extraction.ontology import ENTITY_KINDS, kind_from_name, normalize_entity_name
 
 SCHEMA_NAME = "knowledge_graph_extraction"
 _NULLABLE_STRING = {"type": ["string", "null"]}

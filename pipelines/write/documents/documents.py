@@ -16,12 +16,12 @@ from pathlib import Path
 import psycopg
 
 from pipelines.resources.database import Database
-from pipelines.write import document_sql as q
+from pipelines.write.documents import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.bm25 import apply_statistics, forget_chunks
+from pipelines.write.documents.bm25 import apply_statistics, forget_chunks
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
-from pipelines.write.sources import SourceDocument, SourceFile, read_source
+from pipelines.write.documents.sources import SourceDocument, SourceFile, read_source
 
 STEP = "documents"
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import psycopg
 
-from pipelines.write import document_sql as q
-from pipelines.write.sources import Problem, discover_sources, file_sha256, file_signature
+from pipelines.write.documents import document_sql as q
+from pipelines.write.documents.sources import discover_sources, file_sha256, file_signature
+from pipelines.write.report import Problem
 
 
 @dataclass

@@ -17,9 +17,9 @@ from pydantic import Field
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 from sqlglot import exp
 
-from pipelines.resources.strict_yaml import StrictModel
+from pipelines.strict_yaml import StrictModel
 
-LANE_TEMPLATES = Path(__file__).resolve().parents[2] / "sql_templates" / "lanes"
+LANE_TEMPLATES = Path(__file__).resolve().parents[1] / "sql_templates" / "lanes"
 
 LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities", "overview"]
 

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipelines.resources.database import Database
-from pipelines.resources.extractor import Extractor
-from pipelines.write import extraction_sql as q
-from pipelines.write.extraction_store import (
+from pipelines.write.extraction.extractor import Extractor
+from pipelines.write.extraction import extraction_sql as q
+from pipelines.write.extraction.extraction_store import (
     DocumentCounts,
     chunk_texts,
     retract_document_extraction,
     write_document_extraction,
 )
-from pipelines.write.ontology import ENTITY_KINDS
+from pipelines.write.extraction.ontology import ENTITY_KINDS
 from pipelines.write.progress import Log, step_progress
 
 STEP = "entities_and_facts"

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.dagster_home import ensure_dagster_home
-from pipelines.defs.write.jobs import GRAPH_GROUP, READ_GROUP
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
+from pipelines.orchestration.dagster_home import ensure_dagster_home
+from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, open_database
-from pipelines.resources.errors import InputError, LanegraphError
-from pipelines.write.registry import Registration, register_path, unfinished_sources
+from pipelines.errors import InputError, LanegraphError
+from pipelines.write.documents.registry import Registration, register_path, unfinished_sources
 
 INGEST_JOB = "ingest_documents"
 GRAPH_JOB = "refresh_graph"
@@ -60,14 +60,13 @@ class WriteReport:
 def ingest(
     path: Path,
     *,
-    definitions: dg.Definitions | None = None,
+    definitions: dg.Definitions,
     instance: dg.DagsterInstance | None = None,
     database_url: str | None = None,
     run_config: Mapping[str, object] | None = None,
     refresh_graph: bool = True,
 ) -> WriteReport:
     """Register PATH's sources and materialize everything they affect; see the module docstring."""
-    definitions = definitions or _code_location()
     report = WriteReport()
     with open_database(url=database_url) as database, database.connection() as connection:
         report.registration = register_path(connection, Path(path))
@@ -94,14 +93,13 @@ def ingest(
 def materialize(
     asset_names: Sequence[str] = (),
     *,
-    definitions: dg.Definitions | None = None,
+    definitions: dg.Definitions,
     instance: dg.DagsterInstance | None = None,
     database_url: str | None = None,
     run_config: Mapping[str, object] | None = None,
 ) -> WriteReport:
     """Materialize the named assets (every write-side asset when none are named): per-document ones
     over every partition in one run, the others in a second run."""
-    definitions = definitions or _code_location()
     graph = definitions.resolve_asset_graph()
     available = {key.to_user_string(): key for key in graph.get_all_asset_keys()}
     unknown = [name for name in asset_names if name not in available]
@@ -123,12 +121,6 @@ def materialize(
         if unpartitioned:
             runner.run_assets(unpartitioned, report)
     return report
-
-
-def _code_location() -> dg.Definitions:
-    from pipelines.definitions import defs
-
-    return defs
 
 
 @contextmanager

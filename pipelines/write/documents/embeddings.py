@@ -17,9 +17,9 @@ import psycopg
 
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder, EmbeddingError
-from pipelines.write import document_sql as q
+from pipelines.write.documents import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.chunking import indexed_text
+from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 

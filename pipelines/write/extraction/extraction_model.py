@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from pipelines.write.ontology import ENTITY_KINDS, clean_entity_name, normalize_entity_name
+from pipelines.write.extraction.ontology import ENTITY_KINDS, clean_entity_name, normalize_entity_name
 
 
 @dataclass(frozen=True)

@@ -20,24 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.resources.errors import InputError, first_line_of
+from pipelines.errors import InputError, first_line_of
 from pipelines.resources.scopes import normalize_row_scopes
+from pipelines.write.report import Problem
 
 SOURCE_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".jsonl": "jsonl"}
 JSONL_FIELDS = ("id", "title", "text", "uri", "observed_at", "expires_at", "scopes")
 # A markdown title is the first level-1 ATX heading; closing #s are decoration.
 _H1 = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Input that was skipped: where (file, or file:line) and why, in one line."""
-
-    location: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.location}: {self.reason}"
 
 
 @dataclass(frozen=True)

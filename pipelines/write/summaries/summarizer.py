@@ -14,7 +14,7 @@ import dagster as dg
 
 from pipelines.config import SummarySettings
 from pipelines.resources.llm import ChatClient
-from pipelines.write.summaries import extractive_summary, truncate
+from pipelines.write.summaries.summaries import extractive_summary, truncate
 
 # How much more source text than summary the LLM is shown.
 LLM_CONTEXT_FACTOR = 8
