@@ -147,7 +147,9 @@ class RaptorConfig(dg.Config):
     kinds={"postgres", "sklearn"},
     # Checked inside the asset, so the check holds the tree to the root_count it was built with.
     check_specs=[dg.AssetCheckSpec(
-        "raptor_root_count", asset="raptor_levels", description="The top RAPTOR level has between 1 and root_count nodes."
+        "raptor_root_count",
+        asset="raptor_levels",
+        description="The top level of each scope set's RAPTOR tree has between 1 and root_count nodes.",
     )],
     description=(
         "RAPTOR tree over the chunk embeddings: Gaussian-mixture clusters (BIC-chosen count, PCA-reduced), "

@@ -24,6 +24,7 @@ from pipelines.config import data_dir
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder
 from pipelines.errors import InputError
+from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.session import session_sql as q
 
 DOCUMENT_PREFIX = "session:"
@@ -48,6 +49,14 @@ class SessionItemRecord(pydantic.BaseModel):
         if not text.strip():
             raise ValueError("is blank")
         return text
+
+    @pydantic.field_validator("scopes")
+    @classmethod
+    def _scopes_a_caller_can_present(cls, scopes: list[str]) -> list[str]:
+        try:
+            return list(normalize_row_scopes(scopes))
+        except InputError as error:
+            raise ValueError(str(error)) from None
 
     @pydantic.field_validator("created_at")
     @classmethod
