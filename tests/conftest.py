@@ -100,6 +100,9 @@ def make_database(make_schema_url: Callable[[], str]) -> Iterator[MakeDatabase]:
 
 
 @pytest.fixture()
-def database(make_database: MakeDatabase) -> Database:
-    """A fresh, empty, migrated database schema for one test."""
-    return make_database()
+def database(make_schema_url: Callable[[], str]) -> Iterator[Database]:
+    """A fresh, empty, migrated database schema for one test; its pool closes with the test, so a
+    whole suite's tests do not hold one connection each until the end (max_connections is 100)."""
+    database = Database(make_schema_url())
+    yield database
+    database.close()
