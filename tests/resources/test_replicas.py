@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -147,6 +148,14 @@ def test_a_lagging_standby_is_skipped_and_find_says_so(ingested, standby, standb
     try:
         with ingested.connection() as connection:
             connection.execute("UPDATE document SET updated_at = now() WHERE id = 'heron'")
+        # Received but not replayed: WAL still on its way is not counted as lag.
+        lsn = current_wal_lsn(ingested)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with standby.connection() as connection:
+                if connection.execute("SELECT pg_last_wal_receive_lsn() >= %s::pg_lsn", (lsn,)).fetchone()[0]:
+                    break
+            time.sleep(0.05)
         with ReadServers(ingested, [standby_url], max_lag_seconds=0) as reads:
             result = ask(reads, config)
             assert result.served_by == PRIMARY
