@@ -13,12 +13,13 @@ from pipelines.evaluation.answers import answer_found, scorable_answers
 from pipelines.evaluation.demo_dataset import demo_dataset
 from pipelines.evaluation.dataset import parse_dataset
 from pipelines.errors import InputError
+from tests.plans import every_lane_on
 
 LANES = PROJECT_ROOT / "lanes.yaml"
 
 
 def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
-    config = load_config(LANES)
+    config = every_lane_on(load_config(LANES))
     arms = {arm.name: arm for arm in choose_arms(config, None, [])}
     lanes = [name for name in config.plan.order if config.plan.includes(config.lanes[name].kind)]
     assert list(arms)[:5] == ["bm25", "dense", "ppr", "sources", "find"]
