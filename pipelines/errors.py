@@ -24,3 +24,9 @@ class DatabaseError(LanegraphError):
 
 class InputError(LanegraphError):
     """A document, question or command-line value cannot be used."""
+
+
+def first_line_of(error: BaseException) -> str:
+    """An exception's message cut to its first non-blank line (PostgreSQL adds DETAIL and HINT lines)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

@@ -83,7 +83,8 @@ def limit_expression(text: str) -> exp.Expr:
     (a literal would freeze a value into the SQL text)."""
     try:
         tree = sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError:
+    # A stray quote fails in the tokenizer (TokenError), deep parentheses in the recursive parser.
+    except (sqlglot.errors.SqlglotError, RecursionError):
         raise _invalid(f"cannot parse limit expression {text!r}") from None
     for node in tree.walk():
         if isinstance(node, exp.Column):
@@ -104,6 +105,10 @@ def limit_expression(text: str) -> exp.Expr:
 def _invalid(message: str) -> PydanticCustomError:
     # A custom error keeps the message as written (a ValueError gets a "Value error, " prefix).
     return PydanticCustomError("lane_setting", message)
+
+
+def _reason(error: Exception) -> str:
+    return getattr(error, "strerror", None) or str(error)
 
 
 def template_path(template: str) -> Path:
@@ -157,7 +162,12 @@ class Lane(StrictModel):
     @pydantic.field_validator("template")
     @classmethod
     def _template_exists(cls, value: str) -> str:
-        if not template_path(value).exists():
+        try:
+            found = template_path(value).exists()
+        # A name too long for the file system (OSError) or holding a NUL character (ValueError).
+        except (OSError, ValueError) as error:
+            raise _invalid(f"template {value[:80]!r} is not a usable file name ({_reason(error)})") from None
+        if not found:
             raise _invalid(f"template {value!r} not found under {LANE_TEMPLATES}")
         return value
 

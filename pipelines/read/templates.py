@@ -24,7 +24,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from pipelines.read.dialect import DISTANCE_OPERATORS, ColonPlaceholder, PgVector
 from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
-from pipelines.errors import ConfigError
+from pipelines.errors import ConfigError, first_line_of
 
 CONSTANT_MARKER = "@constant"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def load_template(path: Path, lane: str | None = None) -> Template:
     """Parse a template file; any problem names the lane, file and line."""
     try:
         modified = path.stat().st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):
         raise Template(path, "", exp.select("1"), lane).error(None, "template file not found") from None
     return _parse(path, modified, lane)
 
@@ -91,11 +91,16 @@ def _parse(path: Path, _mtime_ns: int, lane: str | None) -> Template:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise where.error(None, f"cannot read template ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise where.error(None, f"not valid UTF-8 at byte {error.start}") from None
     try:
         statements = [s for s in sqlglot.parse(text, dialect=PgVector) if s is not None]
     except sqlglot.errors.ParseError as error:
         first = error.errors[0] if error.errors else {}
         raise where.error(first.get("line"), f"cannot parse: {first.get('description', error)}") from None
+    # The tokenizer's errors (an unterminated string) and nesting too deep for the parser.
+    except (sqlglot.errors.SqlglotError, RecursionError) as error:
+        raise where.error(None, f"cannot parse: {first_line_of(error)}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise where.error(None, "a template is exactly one SELECT statement")
     template = Template(path, text, statements[0], lane)

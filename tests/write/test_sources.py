@@ -63,7 +63,7 @@ def test_changing_scopes_changes_the_content_hash() -> None:
         ("[1, 2]", "expected a JSON object"),
         ('{"id": "x"}', "field 'text' is missing or empty"),
         ('{"text": "t", "scope": ["a"]}', "unknown field 'scope'"),
-        ('{"text": "t", "scopes": "team-a"}', "field 'scopes' must be a list"),
+        ('{"text": "t", "scopes": "team-a"}', "field 'scopes': expected a list"),
         ('{"text": "t", "observed_at": "yesterday"}', "field 'observed_at' is not an ISO 8601 time"),
         ('{"text": 5}', "field 'text' must be a string"),
     ],

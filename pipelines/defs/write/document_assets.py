@@ -119,7 +119,9 @@ def chunk_embeddings(
     deps=[chunks],
     description=(
         "Okapi BM25 term statistics in SQL: postings (PostgreSQL English lexemes and their "
-        "frequencies) per chunk, chunk lengths, document frequencies and corpus size."
+        "frequencies) per chunk, chunk lengths, document frequencies and corpus size. The chunks "
+        "step indexes what it writes in the same transaction; this step indexes any chunk still "
+        "without postings."
     ),
 )
 def bm25_index(

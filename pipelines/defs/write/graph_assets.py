@@ -204,7 +204,7 @@ def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset=raptor_levels, description="The top RAPTOR level has between 1 and root_count nodes.")
+@dg.asset_check(asset=raptor_levels, description="The top level of each scope set's RAPTOR tree has between 1 and root_count nodes.")
 def raptor_root_count(database: DatabaseResource) -> dg.AssetCheckResult:
     with database.connection() as connection:
         leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()

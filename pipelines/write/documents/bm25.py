@@ -1,4 +1,9 @@
-"""The bm25_index step: postings, chunk lengths, document frequencies and corpus size for Okapi BM25.
+"""BM25 statistics: postings, chunk lengths, document frequencies and corpus size for Okapi BM25.
+
+The chunks step indexes every chunk it writes in the same transaction, so a chunk never exists
+without its postings and a chunk that cannot be indexed (the database refuses its values) is not
+written either. The bm25_index step indexes whatever chunk still lacks postings (a database from
+before, a chunk written by other means), so it repairs without a human and normally finds nothing.
 
 Postings are written per chunk; document frequencies change by the number of postings added or
 removed per term, applied under one advisory lock together with the corpus totals, so concurrent
@@ -63,7 +68,16 @@ def index_partitions(
 
 
 def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> Counter:
-    changes = connection.execute(
+    apply_statistics(connection, index_chunks(connection, chunks))
+    return Counter(inserted=len(chunks))
+
+
+def index_chunks(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> list[DocumentFrequencyChange]:
+    """Write the postings and lengths of (chunk id, indexed text) pairs; returns the document-frequency
+    changes, which the caller passes to `apply_statistics` at the end of the same transaction."""
+    if not chunks:
+        return []
+    return connection.execute(
         q.INDEX_CHUNKS,
         {
             "chunk_ids": [chunk_id for chunk_id, _ in chunks],
@@ -71,8 +85,6 @@ def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str
             "text_search_config": q.TEXT_SEARCH_CONFIG,
         },
     ).fetchall()
-    apply_statistics(connection, changes)
-    return Counter(inserted=len(chunks))
 
 
 def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> list[DocumentFrequencyChange]:

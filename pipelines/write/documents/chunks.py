@@ -2,8 +2,9 @@
 
 A document is chunked again only when its content or the chunking settings changed (its
 `chunked_with` fingerprint). Chunk ids are `<document id>#<position>`, so the same corpus gets the
-same ids in every database; a chunk whose text changed keeps its id, loses its embedding and leaves
-BM25 until the next steps index it again.
+same ids in every database; a chunk whose text changed keeps its id and loses its embedding, which
+the embeddings step computes again. BM25 postings are rewritten in the transaction that writes the
+chunks: the statistics never describe chunks that are not there, nor miss chunks that are.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import psycopg
 from pipelines.resources.database import Database
 from pipelines.write.documents import document_sql as q
 from pipelines.write.batches import BatchWriter
-from pipelines.write.documents.bm25 import apply_statistics, forget_chunks
-from pipelines.write.documents.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint
+from pipelines.write.documents.bm25 import apply_statistics, forget_chunks, index_chunks
+from pipelines.write.documents.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint, indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 
@@ -33,6 +34,7 @@ def chunk_id(document_id: str, position: int) -> str:
 class _DocumentChunks:
     document_id: str
     fingerprint: str
+    title: str
     inserts: list[dict] = field(default_factory=list)
     updates: list[dict] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
@@ -95,7 +97,7 @@ def _plan(
     stored: dict[str, tuple[str, list[str]]],
 ) -> _DocumentChunks:
     """The inserts, updates and deletes that turn the stored chunks into `chunks`."""
-    plan = _DocumentChunks(document_id, fingerprint)
+    plan = _DocumentChunks(document_id, fingerprint, title)
     wanted = set()
     for chunk in chunks:
         row = {
@@ -123,7 +125,7 @@ def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunk
     inserts = [row for plan in plans for row in plan.inserts]
     updates = [row for plan in plans for row in plan.updates]
     deletes = [chunk for plan in plans for chunk in plan.deletes]
-    # Rewritten and removed chunks leave BM25 first; the bm25_index step indexes the new text.
+    # Rewritten and removed chunks leave BM25 first; written ones are indexed after they are stored.
     forgotten = [row["id"] for row in updates] + deletes
     changes = forget_chunks(connection, forgotten)
     cursor = connection.cursor()
@@ -136,7 +138,9 @@ def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunk
     cursor.executemany(
         q.MARK_DOCUMENT_CHUNKED, [{"id": plan.document_id, "fingerprint": plan.fingerprint} for plan in plans]
     )
-    if forgotten:
+    written = [(row["id"], indexed_text(plan.title, row["text"])) for plan in plans for row in plan.inserts + plan.updates]
+    changes += index_chunks(connection, written)
+    if forgotten or written:
         apply_statistics(connection, changes)
     return Counter(
         inserted=len(inserts),

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.errors import InputError
+from pipelines.errors import InputError, first_line_of
+from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.report import Problem
 
 SOURCE_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".jsonl": "jsonl"}
@@ -176,6 +177,11 @@ def _jsonl_documents(text: str, location: str, max_bytes: int) -> tuple[list[Sou
         except InputError as error:
             problems.append(Problem(where, str(error)))
             continue
+        # Reading one record is pure computation over that record: whatever else it raises is
+        # the record's fault, and the file's other records still land.
+        except Exception as error:  # noqa: BLE001
+            problems.append(Problem(where, f"unreadable record ({type(error).__name__}: {first_line_of(error)})"))
+            continue
         if document.id in first_line:
             problems.append(Problem(where, f"duplicate id {document.id!r} (first on line {first_line[document.id]})"))
             continue
@@ -190,6 +196,8 @@ def jsonl_document(line: str) -> SourceDocument:
         record = json.loads(line)
     except json.JSONDecodeError as error:
         raise InputError(f"invalid JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply") from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object, got {type(record).__name__}")
     unknown = sorted(set(record) - set(JSONL_FIELDS))
@@ -221,6 +229,11 @@ def _optional_text(record: dict, field: str) -> str | None:
         raise InputError(f"field {field!r} must be a string, got {type(value).__name__}")
     if "\x00" in value:
         raise InputError(f"field {field!r} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        # JSON's \ud800 escapes decode to a lone surrogate, which no UTF-8 database can store.
+        raise InputError(f"field {field!r} holds a lone surrogate at character {error.start}") from None
     return value
 
 
@@ -237,9 +250,9 @@ def _optional_time(record: dict, field: str) -> datetime | None:
 
 
 def _scopes(record: dict) -> tuple[str, ...]:
+    """The record's scopes as a caller must spell them: a scope no caller can present would leave
+    the document unreadable to everyone but the owner."""
     value = record.get("scopes")
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(s, str) and s.strip() for s in value):
-        raise InputError("field 'scopes' must be a list of non-empty strings")
-    return tuple(sorted(set(value)))
+    return normalize_row_scopes(value, "field 'scopes'")

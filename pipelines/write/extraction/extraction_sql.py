@@ -45,7 +45,8 @@ CREATE TEMPORARY TABLE staged_mention (
 # First match wins: the same name and kind; the same name under another kind (the small tagger
 # often disagrees with itself); a recorded alias; the short name of a project ("Heron" for
 # "Project Heron"); a near-identical name of the same kind (trigram similarity, codes excluded
-# because HX-4417 and HX-4418 are different faults).
+# because HX-4417 and HX-4418 are different faults). Only entities of the document's own scope set
+# are candidates: an entity is readable exactly by those who may read every document naming it.
 RESOLVE_MENTIONS = """
 SELECT s.normalized,
        coalesce(same.id, renamed.id, aliased.id, project.id, fuzzy.id) AS entity_id,
@@ -53,23 +54,25 @@ SELECT s.normalized,
            AS via_alias
 FROM staged_mention s
 LEFT JOIN LATERAL (
-    SELECT e.id FROM entity e WHERE e.kind = s.kind AND e.normalized_name = s.normalized
+    SELECT e.id FROM entity e
+    WHERE e.kind = s.kind AND e.normalized_name = s.normalized AND e.scopes = %(scopes)s::text[]
 ) same ON true
 LEFT JOIN LATERAL (
-    SELECT e.id FROM entity e WHERE e.normalized_name = s.normalized
+    SELECT e.id FROM entity e WHERE e.normalized_name = s.normalized AND e.scopes = %(scopes)s::text[]
     ORDER BY e.degree DESC, e.created_at, e.id LIMIT 1
 ) renamed ON true
 LEFT JOIN LATERAL (
-    SELECT e.id FROM entity e WHERE e.aliases @> ARRAY[s.normalized]
+    SELECT e.id FROM entity e WHERE e.aliases @> ARRAY[s.normalized] AND e.scopes = %(scopes)s::text[]
     ORDER BY e.degree DESC, e.id LIMIT 1
 ) aliased ON true
 LEFT JOIN LATERAL (
     SELECT e.id FROM entity e
     WHERE s.kind <> 'project' AND e.kind = 'project' AND e.normalized_name = 'project ' || s.normalized
+      AND e.scopes = %(scopes)s::text[]
 ) project ON true
 LEFT JOIN LATERAL (
     SELECT e.id FROM entity e
-    WHERE s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized
+    WHERE s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized AND e.scopes = %(scopes)s::text[]
     ORDER BY similarity(lower(e.name), s.normalized) DESC, e.id LIMIT 1
 ) fuzzy ON true
 """
@@ -77,7 +80,7 @@ LEFT JOIN LATERAL (
 INSERT_ENTITY = """
 INSERT INTO entity (id, name, kind, normalized_name, scopes)
 VALUES (%(id)s, %(name)s, %(kind)s, %(normalized)s, %(scopes)s)
-ON CONFLICT (kind, normalized_name) DO UPDATE SET name = entity.name
+ON CONFLICT (kind, normalized_name, scopes) DO UPDATE SET name = entity.name
 RETURNING id
 """
 
@@ -87,17 +90,12 @@ SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(aliases || %(alias)s::text) a 
 WHERE id = %(id)s AND normalized_name <> %(alias)s AND NOT aliases @> ARRAY[%(alias)s::text]
 """
 
-WIDEN_SCOPES = """
-UPDATE entity
-SET scopes = ARRAY(SELECT DISTINCT s FROM unnest(scopes || %(scopes)s::text[]) s ORDER BY s)
-WHERE id = ANY(%(ids)s) AND NOT scopes @> %(scopes)s::text[]
-"""
-
 # Entities that are a project's short name but were created before the project was seen.
 PROJECT_SHORT_NAMES = """
 SELECT short.id AS loser, project.id AS winner
 FROM entity project
 JOIN entity short ON short.normalized_name = substr(project.normalized_name, 9) AND short.kind <> 'project'
+    AND short.scopes = project.scopes
 WHERE project.id = ANY(%(ids)s) AND project.kind = 'project' AND project.normalized_name LIKE 'project %%'
 """
 

@@ -42,8 +42,12 @@ def functional_side(predicate: str) -> str | None:
     return next((side for pattern, side in FUNCTIONAL_PATTERNS if pattern.match(predicate)), None)
 
 
-def entity_id(kind: str, normalized_name: str) -> str:
-    return "e-" + hashlib.sha256(f"{kind}\x1f{normalized_name}".encode()).hexdigest()[:16]
+def entity_id(kind: str, normalized_name: str, scopes: Sequence[str] = ()) -> str:
+    """One id per (kind, name, scope set); public entities keep the id they had before scope sets."""
+    key = f"{kind}\x1f{normalized_name}"
+    if scopes:
+        key += "\x1e" + "\x1f".join(sorted(scopes))
+    return "e-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def fact_base_id(fact: ExtractedFact, subject_id: str, object_id: str | None, chunk_id: str) -> str:
@@ -96,7 +100,8 @@ class DocumentCounts:
 def _resolve_entities(
     connection: psycopg.Connection, canonical: dict[str, Mention], scopes: list[str], counts: DocumentCounts
 ) -> dict[str, str]:
-    """normalised name -> entity id, creating entities and recording aliases as needed."""
+    """normalised name -> entity id among the entities of the document's scope set, creating
+    entities and recording aliases as needed."""
     distinct = {mention.normalized_name: mention for mention in canonical.values()}
     connection.execute(q.STAGE_MENTIONS)
     with connection.cursor().copy("COPY staged_mention (normalized, name, kind) FROM STDIN") as copy:
@@ -104,12 +109,12 @@ def _resolve_entities(
             copy.write_row((normalized, mention.name, mention.kind))
     by_canonical: dict[str, str] = {}
     aliases: set[tuple[str, str]] = set()
-    for normalized, found, via_alias in connection.execute(q.RESOLVE_MENTIONS, {}).fetchall():
+    for normalized, found, via_alias in connection.execute(q.RESOLVE_MENTIONS, {"scopes": scopes}).fetchall():
         if found is None:
             mention = distinct[normalized]
             found = connection.execute(
                 q.INSERT_ENTITY,
-                {"id": entity_id(mention.kind, normalized), "name": mention.name, "kind": mention.kind,
+                {"id": entity_id(mention.kind, normalized, scopes), "name": mention.name, "kind": mention.kind,
                  "normalized": normalized, "scopes": scopes},
             ).fetchone()[0]
             counts.entities_created += 1
@@ -122,7 +127,6 @@ def _resolve_entities(
     for found, alias in sorted(aliases):
         connection.execute(q.ADD_ALIAS, {"id": found, "alias": alias})
     ids = sorted(set(resolved.values()))
-    connection.execute(q.WIDEN_SCOPES, {"ids": ids, "scopes": scopes})
     for loser, winner in connection.execute(q.PROJECT_SHORT_NAMES, {"ids": ids}).fetchall():
         merge_entities(connection, loser, winner)
         counts.entities_merged += 1

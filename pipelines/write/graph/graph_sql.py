@@ -20,7 +20,9 @@ WITH vote AS (
 UPDATE entity e SET kind = w.kind, embedding = NULL
 FROM winner w
 WHERE w.entity_id = e.id AND e.kind <> w.kind
-  AND NOT EXISTS (SELECT 1 FROM entity o WHERE o.kind = w.kind AND o.normalized_name = e.normalized_name)
+  AND NOT EXISTS (
+    SELECT 1 FROM entity o WHERE o.kind = w.kind AND o.normalized_name = e.normalized_name AND o.scopes = e.scopes
+  )
 """
 
 # An entity no document mentions and no fact (believed or not) names is gone from the corpus.
@@ -29,18 +31,6 @@ DELETE FROM entity e
 WHERE NOT EXISTS (SELECT 1 FROM entity_mention m WHERE m.entity_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM fact f WHERE f.subject_id = e.id)
   AND NOT EXISTS (SELECT 1 FROM fact f WHERE f.object_id = e.id)
-"""
-
-# Scopes follow the current mentions, so a retracted tenant's document stops restricting an entity.
-ENTITY_SCOPES_FROM_MENTIONS = """
-WITH mentioned AS (
-    SELECT m.entity_id, coalesce(array_agg(DISTINCT s ORDER BY s) FILTER (WHERE s IS NOT NULL), '{}') AS scopes
-    FROM entity_mention m LEFT JOIN LATERAL unnest(m.scopes) s ON true
-    GROUP BY m.entity_id
-)
-UPDATE entity e SET scopes = mentioned.scopes
-FROM mentioned
-WHERE mentioned.entity_id = e.id AND e.scopes IS DISTINCT FROM mentioned.scopes
 """
 
 # Degree: live facts that name the entity as subject or object (states included).
@@ -180,9 +170,14 @@ SELECT
     (SELECT count(*) FROM related WHERE id IN (SELECT unnest(members) FROM community))
 """
 
+# Each scope set has a tree of its own: the most roots any one of them has.
 RAPTOR_ROOTS = """
 SELECT
     (SELECT count(*) FROM chunk c JOIN document d ON d.id = c.document_id
      WHERE c.embedding IS NOT NULL AND d.retracted_at IS NULL),
-    (SELECT count(*) FROM raptor_node WHERE level = (SELECT max(level) FROM raptor_node))
+    (SELECT coalesce(max(roots), 0) FROM (
+        SELECT count(*) AS roots FROM raptor_node r
+        WHERE r.level = (SELECT max(o.level) FROM raptor_node o WHERE o.scopes = r.scopes)
+        GROUP BY r.scopes
+    ) per_scope_set)
 """

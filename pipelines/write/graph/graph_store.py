@@ -1,16 +1,23 @@
 """The graph-wide steps: entity graph upkeep, communities, profiles and the RAPTOR tree.
 
 Each recomputes from the tables. Communities, profiles and the tree are replaced in one
-transaction each, so a reader sees the old set or the new one, never a mixture. A summary's
-scopes are the union of its sources' scopes: row security lets a caller read a row only when it
-holds every scope of the row, so a summary is readable exactly by those who may read all it draws on.
+transaction each, so a reader sees the old set or the new one, never a mixture.
+
+Every tenant gets a graph of its own: row security lets a caller read a row only when it holds every
+scope of the row, so a summary drawn from two tenants' documents would be readable by neither. An
+entity belongs to one scope set (a document's mentions resolve among entities of its own set, see
+extraction_store), its facts and profile carry that set, and communities and the RAPTOR tree are
+built separately over the entities and chunks of each scope set. A summary's scopes are still the
+union of its sources' scopes, which is now that one set: a caller reads the graph of exactly the
+documents it may read. An unscoped corpus is a single scope set and builds what it always built.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,11 +25,12 @@ from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
-from pipelines.write.graph.communities import leiden_hierarchy
+from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy
 from pipelines.write.extraction.ontology import ENTITY_KINDS
-from pipelines.write.summaries.raptor import build_tree
+from pipelines.write.summaries.raptor import RaptorNode, build_tree
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+Item = TypeVar("Item")
 Progress = Callable[[str], None]
 EMBED_BATCH = 512
 TOP_ENTITY_COUNT = 10
@@ -35,6 +43,14 @@ def _quiet(message: str) -> None:
 
 def union_scopes(scope_lists: Iterable[Sequence[str]]) -> list[str]:
     return sorted({scope for scopes in scope_lists for scope in scopes})
+
+
+def by_scope_set(items: Sequence[Item], scopes_of: Callable[[Item], Sequence[str]]) -> list[list[Item]]:
+    """The items grouped by their exact scope set, groups in scope-set order, items in their order."""
+    groups: dict[tuple[str, ...], list[Item]] = {}
+    for item in items:
+        groups.setdefault(tuple(sorted(scopes_of(item))), []).append(item)
+    return [groups[scopes] for scopes in sorted(groups)]
 
 
 @dataclass
@@ -80,7 +96,6 @@ def refresh_entity_graph(database: Database, embed: Embed, progress: Progress = 
     with database.connection() as connection, connection.transaction():
         report.kinds_reconciled = connection.execute(q.RECONCILE_KINDS, {"kind_priority": list(ENTITY_KINDS)}).rowcount
         report.orphans_deleted = connection.execute(q.DELETE_ORPHAN_ENTITIES).rowcount
-        connection.execute(q.ENTITY_SCOPES_FROM_MENTIONS)
         report.degrees_updated = connection.execute(q.UPDATE_DEGREES).rowcount
     report.facts_embedded = _embed_missing(
         database, q.FACT_STATEMENTS_WITHOUT_EMBEDDING, q.SET_FACT_EMBEDDING,
@@ -122,10 +137,16 @@ def build_communities(
         vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
         edges = connection.execute(q.ENTITY_EDGES).fetchall()
         entities = {row[0]: row for row in connection.execute(q.ENTITY_NAMES, {"ids": vertices})}
-    nodes = leiden_hierarchy(
-        vertices, edges, max_size=settings.max_size, resolution=settings.resolution,
-        max_levels=settings.max_levels, seed=settings.seed,
-    )
+    nodes: list[CommunityNode] = []
+    for group in by_scope_set(vertices, lambda vertex: entities[vertex][4]):
+        offset = len(nodes)
+        nodes += [
+            replace(node, parent=None if node.parent is None else node.parent + offset)
+            for node in leiden_hierarchy(
+                group, edges, max_size=settings.max_size, resolution=settings.resolution,
+                max_levels=settings.max_levels, seed=settings.seed,
+            )
+        ]
     progress(f"Leiden found {len(nodes)} communities over {len(vertices)} entities")
     rows = []
     with database.connection() as connection:
@@ -202,21 +223,23 @@ def build_raptor(
 ) -> RaptorReport:
     with database.connection() as connection:
         leaves = connection.execute(q.RAPTOR_LEAVES).fetchall()
-    nodes = build_tree(
-        [row[0] for row in leaves],
-        [row[1] for row in leaves],
-        np.asarray([row[2].to_numpy() for row in leaves], dtype=np.float32).reshape(len(leaves), -1),
-        [row[3] for row in leaves],
-        summarize=summarizer.summarize,
-        embed=embed,
-        max_levels=settings.max_levels,
-        root_count=settings.root_count,
-        max_clusters=settings.max_clusters,
-        reduced_dimensions=settings.reduced_dimensions,
-        covariance=settings.covariance,
-        seed=settings.seed,
-        progress=progress,
-    )
+    nodes: list[RaptorNode] = []
+    for group in by_scope_set(leaves, lambda leaf: leaf[3]):
+        nodes += build_tree(
+            [row[0] for row in group],
+            [row[1] for row in group],
+            np.asarray([row[2].to_numpy() for row in group], dtype=np.float32).reshape(len(group), -1),
+            [row[3] for row in group],
+            summarize=summarizer.summarize,
+            embed=embed,
+            max_levels=settings.max_levels,
+            root_count=settings.root_count,
+            max_clusters=settings.max_clusters,
+            reduced_dimensions=settings.reduced_dimensions,
+            covariance=settings.covariance,
+            seed=settings.seed,
+            progress=progress,
+        )
     with database.connection() as connection, connection.transaction():
         connection.execute(q.REPLACE_RAPTOR)
         for node in nodes:

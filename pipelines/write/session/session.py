@@ -25,6 +25,7 @@ from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder
 from pipelines.errors import InputError
 from pipelines.write.extraction.extractor import Extractor
+from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.session import session_sql as q
 from pipelines.write.documents.bm25 import index_partitions
 from pipelines.write.documents.chunks import materialize_chunks
@@ -56,6 +57,14 @@ class SessionItemRecord(pydantic.BaseModel):
         if not text.strip():
             raise ValueError("is blank")
         return text
+
+    @pydantic.field_validator("scopes")
+    @classmethod
+    def _scopes_a_caller_can_present(cls, scopes: list[str]) -> list[str]:
+        try:
+            return list(normalize_row_scopes(scopes))
+        except InputError as error:
+            raise ValueError(str(error)) from None
 
     @pydantic.field_validator("created_at")
     @classmethod
