@@ -126,7 +126,7 @@ class Plan(StrictModel):
         min_length=1,
         description="Lane names, highest priority first; every lane under `lanes` exactly once.",
     )
-    profiles: bool = Field(default=True, description="Include lanes of kind profile.")
+    profiles: bool = Field(default=False, description="Include lanes of kind profile.")
     communities: bool = Field(default=False, description="Include lanes of kind communities.")
     raptor: bool = Field(default=False, description="Include lanes of kind overview (RAPTOR roots).")
     neighbors: bool = Field(default=False, description="The facts lane adds one-hop neighbors of its dense seeds.")
