@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.read.cacheability import check_cacheability
 from pipelines.read.compiler import compile_find
 from pipelines.resources.database import open_database

@@ -13,8 +13,9 @@ import yaml
 from pipelines.cli.find import render
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 from pipelines.demo_corpus import demo_corpus_path
-from pipelines.read.find import embedder_for, find
+from pipelines.read.find import find
 from pipelines.resources.database import open_database
+from pipelines.resources.embedder import EmbedderResource
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -40,7 +41,7 @@ def run(arguments: argparse.Namespace) -> int:
         print("every asset is up to date with the corpus")
 
     config = load_config()
-    embedder = embedder_for(config)
+    embedder = EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
     questions = yaml.safe_load((corpus / "questions.yaml").read_text())[: arguments.questions]
     with open_database() as database:
         loaded = load_session_items(corpus / "session_items.jsonl", database=database, embedder=embedder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.read.explain import explain_find
 from pipelines.resources.database import open_database
 
