@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.config import PROJECT_ROOT, LanegraphConfig, load_config
 from pipelines.resources.database import Database
+from tests.plans import every_lane_on
 from tests.read.planting import Planter
 
 UNRELATED = "Bananas ripen slowly in a paper bag on the kitchen counter."
@@ -25,7 +26,7 @@ KINDS = {
 
 @pytest.fixture(scope="session")
 def config() -> LanegraphConfig:
-    return load_config(PROJECT_ROOT / "lanes.yaml")
+    return every_lane_on(load_config(PROJECT_ROOT / "lanes.yaml"))
 
 
 @pytest.fixture(scope="module")
