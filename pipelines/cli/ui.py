@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from pipelines.config import data_dir
 from pipelines.dagster_home import ensure_dagster_home
 
 
@@ -24,4 +25,4 @@ def run(arguments: argparse.Namespace) -> int:
         "--host", "127.0.0.1", "--port", str(arguments.port),
         "--module-name", "pipelines.definitions",
     ]
-    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": str(home)})
+    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": str(home), "LANEGRAPH_DATA_DIR": str(data_dir())})

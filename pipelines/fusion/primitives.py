@@ -14,7 +14,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from pipelines.config import SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
 from pipelines.read.compiler import CompiledStatement, compile_template
 from pipelines.read.dialect import PgVector
 

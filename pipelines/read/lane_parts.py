@@ -16,8 +16,9 @@ from pathlib import Path
 
 from pipelines.read.lanes_config import Lane, Plan, template_path
 from pipelines.resources.errors import ConfigError
+from pipelines.shipped import SQL_TEMPLATES
 
-PRIMITIVES = Path(__file__).resolve().parents[2] / "sql_templates" / "primitives"
+PRIMITIVES = SQL_TEMPLATES / "primitives"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 from sqlglot import exp
 
 from pipelines.resources.strict_yaml import StrictModel
+from pipelines.shipped import SQL_TEMPLATES
 
-LANE_TEMPLATES = Path(__file__).resolve().parents[2] / "sql_templates" / "lanes"
+LANE_TEMPLATES = SQL_TEMPLATES / "lanes"
 
 LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities", "overview"]
 

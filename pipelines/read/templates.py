@@ -25,9 +25,9 @@ from pipelines.read.dialect import ColonPlaceholder, PgVector
 from pipelines.read.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
 from pipelines.resources.errors import ConfigError
+from pipelines.shipped import SHIPPED_ROOT
 
 CONSTANT_MARKER = "@constant"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Is, exp.In, exp.Between)
 _CONSTANTS = (exp.Literal, exp.Boolean)
@@ -39,7 +39,7 @@ class TemplateError(ConfigError):
 
 def display_path(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(path.resolve().relative_to(SHIPPED_ROOT))
     except ValueError:
         return str(path)
 

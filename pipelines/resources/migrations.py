@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pipelines.config import SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.errors import DatabaseError
 
 SCHEMA_DIR = SQL_TEMPLATES / "schema"

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.config import PROJECT_ROOT, LanegraphConfig, load_config
+from pipelines.config import LanegraphConfig, load_config
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from tests.read.planting import Planter
 
@@ -25,7 +26,7 @@ KINDS = {
 
 @pytest.fixture(scope="session")
 def config() -> LanegraphConfig:
-    return load_config(PROJECT_ROOT / "lanes.yaml")
+    return load_config(REPOSITORY / "lanes.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.read.lanes_config import LANE_TEMPLATES
 
 WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
@@ -18,7 +18,7 @@ def lanes_with_template(tmp_path: Path, template_text: str) -> Path:
     """lanes.yaml with the working_memory lane reading `template_text` from a file of its own."""
     template = tmp_path / "working_memory.sql"
     template.write_text(template_text)
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text().replace(
+    settings = (REPOSITORY / "lanes.yaml").read_text().replace(
         "template: working_memory.sql", f"template: {template}"
     )
     path = tmp_path / "lanes.yaml"
@@ -75,7 +75,7 @@ def test_a_literal_compared_with_a_column_is_rejected(tmp_path, capsys):
 
 
 def test_a_lane_limit_naming_an_unknown_setting_is_rejected(tmp_path, capsys):
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    settings = (REPOSITORY / "lanes.yaml").read_text()
     broken = settings.replace("limit: session_find_k", "limit: session_find_kk")
     path = tmp_path / "lanes.yaml"
     path.write_text(broken)
@@ -92,7 +92,7 @@ def test_compile_prints_one_statement_with_the_pgvector_operator(capsys):
 
 
 def test_compile_is_byte_identical_for_settings_that_differ_only_in_values(tmp_path, capsys):
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    settings = (REPOSITORY / "lanes.yaml").read_text()
     changed = tmp_path / "lanes.yaml"
     changed.write_text(
         settings.replace("  k: 8", "  k: 5").replace("  rrf_k: 60", "  rrf_k: 10")

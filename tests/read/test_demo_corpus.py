@@ -9,14 +9,14 @@ from collections.abc import Callable
 import dagster as dg
 import pytest
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.read.cacheability import check_cacheability, plan_nodes
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
 from pipelines.write.runner import ingest
 from tests.read.planting import EMBEDDER, Planter
 
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus"
+DEMO = REPOSITORY / "pipelines" / "demo_corpus"
 pytestmark = pytest.mark.slow
 
 

@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from pipelines.resources.errors import ConfigError
 from tests.reliability.fingerprints import table_counts
 
-VALID_LANES = (PROJECT_ROOT / "lanes.yaml").read_text()
+VALID_LANES = (REPOSITORY / "lanes.yaml").read_text()
 
 
 def replaced(old: str, new: str) -> str:

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pipelines.config import SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.resources.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension

@@ -15,7 +15,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
+from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
 from pipelines.resources.database import Database, DatabaseResource, connect
@@ -67,7 +68,7 @@ def lexemes(connection: psycopg.Connection, text: str) -> list[tuple[str, int]]:
 @pytest.fixture(scope="module")
 def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("bm25") / "documents"
-    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    shutil.copytree(REPOSITORY / "pipelines" / "demo_corpus" / "documents", folder)
     (folder / "scoped.jsonl").write_text("".join(json.dumps(record) + "\n" for record in SCOPED_RECORDS))
     url = make_schema_url()
     # Small chunks make many chunks and varied lengths, which is what length normalisation is about.
@@ -132,7 +133,7 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     """Partitions indexed and retracted at the same time, batch by batch, leave every statistic exact."""
     database = make_database()
     folder = tmp_path / "parallel"
-    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    shutil.copytree(REPOSITORY / "pipelines" / "demo_corpus" / "documents", folder)
     with database.connection() as connection:
         keys = register_path(connection, folder).keys
     materialize_documents(database, keys, max_bytes=1_000_000, batch_size=100)

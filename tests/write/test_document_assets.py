@@ -12,13 +12,13 @@ import dagster as dg
 import psycopg
 import pytest
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.resources.database import DatabaseResource, connect
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.write.runner import WriteReport, ingest, materialize
 
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"
 DEFINITIONS = dg.Definitions(
     assets=[document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings, document_assets.bm25_index],
     asset_checks=[document_assets.every_chunk_embedded, document_assets.bm25_statistics_match_chunks],
