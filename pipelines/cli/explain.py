@@ -26,6 +26,7 @@ def run(arguments: argparse.Namespace) -> int:
         lanes = [timing.__dict__ for timing in report.lanes]
         print(json.dumps({"question": report.question, "lanes": lanes,
                           "planning_ms": report.planning_ms, "execution_ms": report.execution_ms,
+                          "settings": report.settings,
                           "plan": report.plan}, indent=2))
     else:
         print(report.render())

@@ -23,7 +23,7 @@ from pipelines.evaluation.metrics import ranking_depth
 from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_chunk_documents, passage_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
-from pipelines.read.find import embedder_for, enter_find_settings, estimate_tokens, find, pack
+from pipelines.read.find import embedder_for, estimate_tokens, find, find_transaction, pack
 from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder
 from pipelines.resources.errors import InputError
@@ -94,9 +94,8 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retr
 
     def retrieve(question: str) -> Retrieved:
         vector = embedder.embed([question])[0]
-        with database.connection() as connection:
-            # The ranking as it runs inside find: same plan mode, same HNSW search depth.
-            enter_find_settings(connection, arm.config)
+        # The ranking as it runs inside find: same plan mode, same HNSW search depth.
+        with find_transaction(database, arm.config) as connection:
             rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
         return Retrieved([(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)], None)
 

@@ -8,7 +8,8 @@ going); record which facts were returned (access count and time), unless tracing
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
@@ -27,15 +28,18 @@ from pipelines.resources.errors import InputError
 MAX_QUESTION_CHARS = 4000
 # Anything packed into a token budget: find's candidates, or the evaluation's plain passages.
 Packed = TypeVar("Packed")
-FORCE_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+# The settings find runs its statement under, each for the rest of its transaction (set_config's
+# `true`). Generic and custom plans return the same rows (the validator proves it); the generic plan
+# skips re-planning a statement this size on every question (measured: 20-35 ms a call).
+PLAN_CACHE_MODE = "force_generic_plan"
 # An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
 # searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
-SEARCH_ANN_WINDOW = f"SET LOCAL hnsw.ef_search = {ANN_WINDOW}"
 # pg_trgm's `%` (the trigram index condition of fuzzy mentions) admits names at
 # pg_trgm.similarity_threshold, 0.3 by default, and the template then keeps those at
 # mention_fuzzy_similarity. Raising the threshold to that setting lets the index prune with it:
 # the same rows, a third of the time on MuSiQue's 80-160 question terms.
-FUZZY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %s, true)"
+ENTER_SETTINGS = "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)"
+READ_SETTINGS = "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS s(name)"
 RECORD_ACCESS = """
 UPDATE fact
 SET access_count = access_count + 1, last_accessed = now()
@@ -141,10 +145,7 @@ def find(
     statement = compile_find(config)
     vector = (embedder or embedder_for(config)).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector, k=k)
-    with database.connection(scopes) as connection:
-        # Generic and custom plans return the same rows (the validator proves it); the generic plan
-        # skips re-planning a statement this size on every question (measured: 20-35 ms a call).
-        enter_find_settings(connection, config)
+    with find_transaction(database, config, scopes) as connection:
         candidates = _candidates(config, run_statement(connection, statement, values))
         kept, covered = drop_covered_sources(candidates)
         evidence, over_budget, used = pack(kept, budget)
@@ -153,12 +154,35 @@ def find(
     return FindResult(question, evidence, candidates, covered, over_budget, used, budget)
 
 
+@contextmanager
+def find_transaction(
+    database: Database, config: LanegraphConfig, scopes: Sequence[str] | None = None
+) -> Iterator[psycopg.Connection]:
+    """The transaction find runs its statement in: the caller's scopes and find's settings. Whoever
+    explains or measures find as it runs opens this same transaction."""
+    with database.connection(scopes) as connection:
+        enter_find_settings(connection, config)
+        yield connection
+
+
+def find_settings(config: LanegraphConfig) -> dict[str, str]:
+    return {
+        "plan_cache_mode": PLAN_CACHE_MODE,
+        "hnsw.ef_search": str(ANN_WINDOW),
+        "pg_trgm.similarity_threshold": str(fuzzy_mention_threshold(config)),
+    }
+
+
 def enter_find_settings(connection: psycopg.Connection, config: LanegraphConfig) -> None:
-    """The settings find runs its statement under, for the rest of the current transaction; whoever
-    times or checks find as it runs uses them too."""
-    connection.execute(FORCE_GENERIC_PLAN)
-    connection.execute(SEARCH_ANN_WINDOW)
-    connection.execute(FUZZY_THRESHOLD, (str(fuzzy_mention_threshold(config)),))
+    """Find's settings, for the rest of the current transaction (for a long-lived connection that
+    runs find many times, as the benchmark's do)."""
+    settings = find_settings(config)
+    connection.execute(ENTER_SETTINGS, (list(settings), list(settings.values())))
+
+
+def settings_in_force(connection: psycopg.Connection, names: Sequence[str]) -> dict[str, str]:
+    """What the server says the named settings are now: a report of them, not an echo."""
+    return dict(connection.execute(READ_SETTINGS, (list(names),)).fetchall())
 
 
 def fuzzy_mention_threshold(config: LanegraphConfig) -> float:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 
 from pipelines.cli import main
+from pipelines.read.compiler import compile_find
+from pipelines.read.execute import explain_statement
 from pipelines.read.explain import explain_find
+from pipelines.read.find import find_settings, find_transaction, settings_in_force
+from pipelines.read.lanes_config import ANN_WINDOW
 from tests.read.planting import EMBEDDER
 
 
@@ -24,3 +28,22 @@ def test_explain_times_every_lane_in_plan_order(world, config):
     assert next(t for t in report.lanes if t.lane == "working_memory").rows >= 1
     rendered = report.render()
     assert "working_memory" in rendered and "Index Scan" in rendered and report.execution_ms > 0
+
+
+def plan_shape(node: dict) -> tuple:
+    return (
+        node["Node Type"], node.get("Relation Name"), node.get("Index Name"), node.get("Subplan Name"),
+        tuple(plan_shape(child) for child in node.get("Plans", [])),
+    )
+
+
+def test_explain_reports_the_settings_and_generic_plan_find_runs_under(world, config):
+    report = explain_find(world, "Who does Zorblax work with?", config=config, embedder=EMBEDDER)
+    with find_transaction(world, config) as connection:
+        in_find = settings_in_force(connection, list(find_settings(config)))
+        generic = explain_statement(connection, compile_find(config))
+    assert report.settings == in_find
+    assert report.settings["hnsw.ef_search"] == str(ANN_WINDOW)
+    assert report.settings["plan_cache_mode"] == "force_generic_plan"
+    assert plan_shape(report.plan["Plan"]) == plan_shape(generic["Plan"])
+    assert "hnsw.ef_search = 100" in report.render()
