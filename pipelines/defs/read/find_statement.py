@@ -15,9 +15,13 @@ from pipelines.resources.database import DatabaseResource
 from pipelines.resources.errors import LanegraphError
 
 
-# The graph-wide assets: the check proves the plan on the tables they fill (an empty corpus cannot
-# show the BM25 posting index), so the statement shows as stale after each graph refresh.
-GRAPH_WIDE_ASSETS = ("entity_graph", "communities", "entity_profiles", "raptor_levels")
+# Every asset that writes a table (or column) the statement reads, so the statement, and the
+# evaluation downstream of it, show as stale when any of them changes. The graph-wide ones also
+# fill what the check proves the plan on (an empty corpus cannot show the BM25 posting index).
+READ_ASSETS = (
+    "documents", "chunks", "chunk_embeddings", "bm25_index", "entities_and_facts",
+    "entity_graph", "communities", "entity_profiles", "raptor_levels", "session_items",
+)
 
 
 def _config(database: DatabaseResource) -> LanegraphConfig:
@@ -26,7 +30,7 @@ def _config(database: DatabaseResource) -> LanegraphConfig:
 
 @dg.asset(
     group_name="read",
-    deps=list(GRAPH_WIDE_ASSETS),
+    deps=list(READ_ASSETS),
     description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
 )
 def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
