@@ -9,8 +9,10 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from pipelines.definitions import defs
 from tests import REPOSITORY
 
 
@@ -38,7 +40,7 @@ def test_the_wheel_carries_every_sql_template_and_the_default_settings(wheel):
 
 
 @pytest.mark.slow
-def test_an_installed_wheel_runs_the_demo_and_find_from_an_empty_directory(wheel, tmp_path, make_schema_url):
+def test_an_installed_wheel_runs_the_demo_which_materializes_every_asset_and_find_works_from_an_empty_directory(wheel, tmp_path, make_schema_url):
     """The wheel goes into a venv of its own (dependencies seen through a path entry to this venv's
     site-packages, whose editable install of lanegraph is not loaded), then runs outside the source tree."""
     venv = tmp_path / "venv"
@@ -73,4 +75,10 @@ def test_an_installed_wheel_runs_the_demo_and_find_from_an_empty_directory(wheel
     ).stdout
     assert located.startswith(site_packages), located
     assert "Q: " in run("demo", "--questions", "1")
+    with dg.DagsterInstance.from_config(environment["DAGSTER_HOME"]) as instance:
+        never = [
+            key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()
+            if instance.get_latest_materialization_event(key) is None
+        ]
+    assert never == [], f"never materialized after the demo: {never}"
     assert "Tomasz Wielgus" in run("find", "Who leads Project Heron now?")
