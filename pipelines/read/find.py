@@ -137,8 +137,8 @@ def find(
     record to rows whose every scope the caller holds; None reads as the owner (every row)."""
     config = config or load_config()
     question = _checked_question(question)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
-        raise InputError(f"k must be a non-negative integer, got {k!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"k must be a positive integer (the sources and facts lanes keep k rows), got {k!r}")
     budget = config.settings.budget_tokens if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
