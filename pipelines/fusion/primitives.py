@@ -56,6 +56,15 @@ def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
     return replace(ranking, sql=joined.sql(dialect=PgVector, pretty=True))
 
 
+def check_primitives(directory: Path = PRIMITIVES_DIR) -> list[Path]:
+    """Compile every primitive template in `directory` under the lane templates' rules, so a broken
+    one is refused by `lanegraph check`, not when fusion first runs it; the first fault raises."""
+    paths = sorted(directory.glob("*.sql"))
+    for path in paths:
+        compile_template(path)
+    return paths
+
+
 @cache
 def primitive_statement(name: str) -> PrimitiveStatement:
     """One primitive's statement; `bm25` is the shared BM25 ranking (the sources lane's too)."""

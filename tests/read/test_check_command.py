@@ -3,11 +3,14 @@ with one line naming the lane, the file and the line."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from pipelines.cli import main
+from pipelines.fusion.primitives import PRIMITIVES_DIR, check_primitives
+from pipelines.read.templates import TemplateError
 from tests import REPOSITORY
 from pipelines.read.lanes_config import LANE_TEMPLATES
 
@@ -102,3 +105,18 @@ def test_compile_is_byte_identical_for_settings_that_differ_only_in_values(tmp_p
     original = capsys.readouterr().out
     assert main(["compile", "--lanes", str(changed)]) == 0
     assert capsys.readouterr().out == original
+
+
+def test_check_refuses_a_literal_limit_in_a_fusion_primitive(tmp_path: Path):
+    assert len(check_primitives()) == len(list(PRIMITIVES_DIR.glob("*.sql")))
+    copy = tmp_path / "primitives"
+    shutil.copytree(PRIMITIVES_DIR, copy)
+    broken = copy / "entity_state.sql"
+    broken.write_text(broken.read_text().replace("LIMIT CAST(:entity_state_limit AS bigint)", "LIMIT 10"))
+    with pytest.raises(TemplateError, match=r"entity_state\.sql:27: .*literal 10 in LIMIT"):
+        check_primitives(copy)
+
+
+def test_check_offline_reports_the_primitives(capsys):
+    assert main(["check", "--offline"]) == 0
+    assert "fusion primitives: 4 templates compile" in capsys.readouterr().out
