@@ -2,7 +2,7 @@
 `lanes.yaml`.
 
 They live at the repository root, where users read and edit them. A built wheel carries copies
-inside the package as `pipelines/shipped/` (the build step in setup.py), so an installed lanegraph
+inside the package, in a `shipped` folder beside this module (the build step in setup.py), so an installed lanegraph
 finds them through importlib.resources from any working directory; an editable install has no such
 copy and reads the repository's own files, so an edit there takes effect at once.
 """

@@ -18,7 +18,7 @@ from pipelines.resources.database import open_database
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("check", help="prove the find statement plan-cacheable (LANES.md's six properties)")
+    parser = commands.add_parser("check", help="prove the find statement plan-cacheable (six properties) and check the fusion primitives")
     add_lanes_option(parser)
     parser.add_argument(
         "--offline",

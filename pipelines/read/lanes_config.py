@@ -167,7 +167,7 @@ class Lane(StrictModel):
         return frozenset(self.settings.model_fields_set)
 
 
-# The seven lanes of LANES.md in the default priority order that lanes.yaml spells out: source
+# The seven standard lanes in the default priority order that lanes.yaml spells out: source
 # passages first, because facts ranked above them pushed them out of the top of the evidence.
 # Built without validation: the templates are checked when a statement is compiled, and importing
 # the settings models must never depend on files being present.

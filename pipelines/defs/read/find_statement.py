@@ -51,7 +51,7 @@ def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
 
 @dg.asset_check(
     asset=find_statement,
-    description="Plan cacheability (LANES.md): shape-only text, binds only, schema checked, index "
+    description="Plan cacheability: shape-only text, binds only, schema checked, index "
     "paths in the generic plan, one prepared statement for every question, generic = custom.",
 )
 def find_statement_is_plan_cacheable(database: DatabaseResource) -> dg.AssetCheckResult:
