@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.fusion.primitives import check_primitives
 from pipelines.read.cacheability import check_cacheability
@@ -18,7 +19,7 @@ from pipelines.resources.database import open_database
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("check", help="prove the find statement plan-cacheable (six properties) and check the fusion primitives")
+    parser = commands.add_parser("check", help=COMMAND_HELP["check"])
     add_lanes_option(parser)
     parser.add_argument(
         "--offline",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import compile_find
 from pipelines.read.json_schema import lanes_json_schema
@@ -24,7 +25,7 @@ def lanes_config(arguments: argparse.Namespace) -> LanegraphConfig:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("compile", help="print the find statement lanes.yaml compiles to")
+    parser = commands.add_parser("compile", help=COMMAND_HELP["compile"])
     add_lanes_option(parser)
     parser.add_argument(
         "--json-schema",

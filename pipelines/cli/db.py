@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.config import data_dir, load_config
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, bundled_program
@@ -15,7 +16,7 @@ from pipelines.resources.migrations import change_embedding_dimension
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("db", help="start, stop, inspect or migrate the database")
+    parser = commands.add_parser("db", help=COMMAND_HELP["db"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("status", help="say whether the database is reachable and where")
     actions.add_parser("start", help="start the embedded server (no-op if running) and migrate")

@@ -11,6 +11,7 @@ import argparse
 
 import yaml
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.find import render
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 from pipelines.demo_corpus import demo_corpus_path
@@ -24,7 +25,7 @@ KEEP_WORKING_MEMORY = {"ops": {"session_items": {"config": {"promote_after_hours
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("demo", help="build every asset on the demo corpus and answer questions")
+    parser = commands.add_parser("demo", help=COMMAND_HELP["demo"])
     parser.add_argument("--questions", type=int, default=4, metavar="N", help="how many demo questions to answer")
     parser.add_argument("--lines", type=int, default=3, metavar="N", help="evidence lines to show per lane and answer")
     parser.set_defaults(handler=run)

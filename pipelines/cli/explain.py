@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.read.explain import explain_find
 from pipelines.resources.database import open_database
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("explain", help="run the find statement under EXPLAIN ANALYZE, time per lane")
+    parser = commands.add_parser("explain", help=COMMAND_HELP["explain"])
     parser.add_argument("question", help="the question, as plain text")
     parser.add_argument("--json", action="store_true", help="print lane times and the JSON plan")
     add_lanes_option(parser)

@@ -9,6 +9,7 @@ import json
 from collections import Counter
 from dataclasses import asdict
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.config import LanegraphConfig
 from pipelines.fusion import FuseResult
@@ -20,7 +21,7 @@ from pipelines.resources.scopes import parse_scopes
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("find", help="answer-ready evidence for a question, from one SQL statement")
+    parser = commands.add_parser("find", help=COMMAND_HELP["find"])
     parser.add_argument("question", help="the question, as plain text")
     parser.add_argument("--k", type=int, metavar="N", help="evidence rows per lane unit (default: settings.k)")
     parser.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: settings.budget_tokens)")

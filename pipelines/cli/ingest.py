@@ -12,13 +12,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.write.progress import listening
 from pipelines.write.runner import PLAIN_COUNTS, WriteReport
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "ingest", help="add a folder (markdown, text, JSONL) or a JSONL file and build everything it affects"
+        "ingest", help=COMMAND_HELP["ingest"]
     )
     parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
