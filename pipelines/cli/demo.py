@@ -12,10 +12,10 @@ import argparse
 import yaml
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.find import render
+from pipelines.cli.find import render, terminal_width
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 from pipelines.demo_corpus import demo_corpus_path
-from pipelines.read.find import embedder_for, find
+from pipelines.read.find import embedder_for, find, quoting_invalid_facts
 from pipelines.resources.database import open_database
 
 DEMO_LAST_ASSETS = ("session_items", "find_statement", "retrieval_eval")
@@ -59,6 +59,7 @@ def run(arguments: argparse.Namespace) -> int:
         for entry in questions:
             result = find(database, entry["question"], config=config, embedder=embedder, trace=True)
             print(f"\nQ: {entry['question']}")
-            print(render(result, per_lane=arguments.lines))
+            invalid = quoting_invalid_facts(database, result.evidence)
+            print(render(result, per_lane=arguments.lines, invalid=invalid, width=terminal_width()))
     print("\nNext: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")
     return status

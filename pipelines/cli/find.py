@@ -1,12 +1,17 @@
-"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--scopes a,b] [--shards URL1,URL2]
-[--lanes PATH]`."""
+"""`lanegraph find "question" [--k N] [--budget N] [--json] [--full] [--trace] [--scopes a,b]
+[--shards URL1,URL2] [--lanes PATH]`.
+
+By default each evidence item is one line cut to the terminal width, marked when it quotes a fact
+that is no longer valid; `--full` prints the lines whole, `--json` everything."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import shutil
 from collections import Counter
+from collections.abc import Set
 from dataclasses import asdict
 
 from pipelines.cli import COMMAND_HELP
@@ -14,10 +19,12 @@ from pipelines.cli.compile import add_lanes_option, lanes_config
 from pipelines.config import LanegraphConfig
 from pipelines.fusion import FuseResult
 from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls
-from pipelines.read.find import FindResult, find
+from pipelines.read.find import FindResult, find, quoting_invalid_facts
 from pipelines.resources.database import open_database
 from pipelines.resources.errors import InputError
 from pipelines.resources.scopes import parse_scopes
+
+NO_LONGER_VALID_MARK = "[no longer valid] "
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -26,6 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=int, metavar="N", help="evidence rows per lane unit (default: settings.k)")
     parser.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: settings.budget_tokens)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--full", action="store_true", help="print each evidence line whole (default: cut to the terminal width)")
     parser.add_argument("--trace", action="store_true", help="do not record fact access")
     parser.add_argument(
         "--scopes", metavar="A,B",
@@ -52,15 +60,24 @@ def run(arguments: argparse.Namespace) -> int:
             database, arguments.question, k=arguments.k, budget=arguments.budget, config=config,
             trace=arguments.trace, scopes=scopes,
         )
-    if arguments.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render(result))
+        if arguments.json:
+            print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            return 0
+        invalid = quoting_invalid_facts(database, result.evidence, scopes)
+    print(render(result, invalid=invalid, width=None if arguments.full else terminal_width()))
     return 0
 
 
-def render(result: FindResult, per_lane: int | None = None) -> str:
-    """One line per kept evidence (the first `per_lane` of each lane), then a summary line."""
+def terminal_width() -> int:
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def render(
+    result: FindResult, per_lane: int | None = None, *, invalid: Set[str] = frozenset(), width: int | None = None
+) -> str:
+    """One line per kept evidence (the first `per_lane` of each lane), cut to `width` characters
+    when given, then a summary line. A line quoting a fact that is no longer valid (an evidence id
+    in `invalid`) is marked."""
     lines = []
     shown: Counter[str] = Counter()
     for candidate in result.evidence:
@@ -68,13 +85,16 @@ def render(result: FindResult, per_lane: int | None = None) -> str:
         if per_lane is not None and shown[candidate.lane] > per_lane:
             continue
         source = f"  [{candidate.source_title}]" if candidate.source_title and candidate.kind == "facts" else ""
-        lines.append(f"{candidate.kind:<15} {candidate.line}{source}")
+        marker = NO_LONGER_VALID_MARK if candidate.evidence_id in invalid else ""
+        line = f"{candidate.kind:<15} {marker}{candidate.line}{source}"
+        lines.append(line if width is None or len(line) <= width else line[: max(width - 1, 20)] + "…")
     if not result.evidence:
         lines.append("(no evidence found)")
     lines.append(
         f"-- {len(result.evidence)} of {len(result.candidates)} candidates, "
         f"{result.tokens_used}/{result.budget} tokens; {len(result.covered)} covered by a fact, "
         f"{len(result.over_budget)} over budget"
+        + (f"; {len(invalid)} quoting a fact no longer valid" if invalid else "")
     )
     return "\n".join(lines)
 

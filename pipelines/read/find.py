@@ -40,6 +40,14 @@ PLAN_CACHE_MODE = "force_generic_plan"
 # the same rows, a third of the time on MuSiQue's 80-160 question terms.
 ENTER_SETTINGS = "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)"
 READ_SETTINGS = "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS s(name)"
+# Statements whose validity ended, with no live fact saying the same: a summary or passage that
+# quotes one states something no longer true.
+NO_LONGER_VALID = """
+SELECT DISTINCT fact.statement
+FROM fact
+WHERE fact.recorded_to IS NULL AND fact.valid_to <= now()
+  AND NOT EXISTS (SELECT 1 FROM live_fact WHERE live_fact.statement = fact.statement)
+"""
 RECORD_ACCESS = """
 UPDATE fact
 SET access_count = access_count + 1, last_accessed = now()
@@ -263,3 +271,17 @@ def pack(
 def record_access(connection: psycopg.Connection, fact_ids: Sequence[str]) -> None:
     if fact_ids:
         connection.execute(RECORD_ACCESS, {"fact_ids": list(fact_ids)})
+
+
+def quoting_invalid_facts(
+    database: Database, evidence: Sequence[Candidate], scopes: Sequence[str] | None = None
+) -> set[str]:
+    """The evidence ids whose line quotes a fact that is no longer valid (a summary or passage
+    written before the change); facts-lane lines are live facts and never do."""
+    with database.connection(scopes) as connection:
+        statements = [statement for (statement,) in connection.execute(NO_LONGER_VALID)]
+    return {
+        candidate.evidence_id
+        for candidate in evidence
+        if candidate.fact_id is None and any(statement in candidate.line for statement in statements)
+    }
