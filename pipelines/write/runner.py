@@ -17,6 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.config import load_config
 from pipelines.dagster_home import ensure_dagster_home
 from pipelines.defs.write.jobs import GRAPH_GROUP, READ_GROUP
 from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
@@ -70,11 +71,12 @@ def ingest(
     definitions = definitions or _code_location()
     report = WriteReport()
     with open_database(url=database_url) as database, database.connection() as connection:
-        report.registration = register_path(connection, Path(path))
+        report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
         keys = report.registration.keys
         pending = set(unfinished_sources(connection, keys))
     if not keys:
-        raise InputError(f"{path}: no markdown, text or JSONL files to ingest")
+        refused = "; ".join(str(problem) for problem in report.registration.ignored)
+        raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
     with _instance(instance) as dagster:
         known = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
         new = [key for key in keys if key not in set(known)]

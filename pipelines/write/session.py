@@ -169,7 +169,7 @@ def promote_session_items(
         return promotion
     written = {write_session_source(folder, *item).name: item[0] for item in due}
     with database.connection() as connection:
-        registration = register_path(connection, folder)
+        registration = register_path(connection, folder, settings.documents.max_bytes)
     keys = [key for key in registration.keys if key.rsplit("/", 1)[-1] in written]
     promotion.partition_keys = keys
     log(f"promoting {len(due)} session items as {len(keys)} sources")

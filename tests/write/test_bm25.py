@@ -135,7 +135,7 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     folder = tmp_path / "parallel"
     shutil.copytree(REPOSITORY / "pipelines" / "demo_corpus" / "documents", folder)
     with database.connection() as connection:
-        keys = register_path(connection, folder).keys
+        keys = register_path(connection, folder, 10_000_000).keys
     materialize_documents(database, keys, max_bytes=1_000_000, batch_size=100)
     materialize_chunks(database, keys, max_tokens=60, overlap_tokens=10, batch_size=100)
 
@@ -148,7 +148,7 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     for key in removed:
         (folder / key.split("/", 1)[1]).unlink()
     with database.connection() as connection:
-        register_path(connection, folder)
+        register_path(connection, folder, 10_000_000)
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda key: materialize_documents(database, [key], max_bytes=1_000_000, batch_size=1), removed))
     with database.connection() as connection:

@@ -12,6 +12,7 @@ import dagster as dg
 from pipelines.config import data_dir
 from pipelines.defs.write.jobs import ingest_documents
 from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
+from pipelines.config import load_config
 from pipelines.resources.database import DatabaseResource
 from pipelines.write.registry import register_path, unfinished_sources
 
@@ -34,7 +35,7 @@ def document_inbox(
     inbox = inbox_dir()
     inbox.mkdir(parents=True, exist_ok=True)
     with database.connection() as connection:
-        registration = register_path(connection, inbox)
+        registration = register_path(connection, inbox, load_config().pipeline.documents.max_bytes)
         pending = unfinished_sources(connection, registration.keys)
     for problem in registration.ignored:
         context.log.warning(f"ignored {problem}")
