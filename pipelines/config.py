@@ -14,11 +14,10 @@ from typing import Literal
 import pydantic
 from pydantic import Field
 
-from pipelines.read import lanes_config
-from pipelines.resources.errors import ConfigError
+from pipelines import lanes_config
+from pipelines.errors import ConfigError
 from pipelines.shipped import DEFAULT_LANES
-from pipelines.resources.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
-
+from pipelines.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
 
 
 def default_config_path() -> Path:

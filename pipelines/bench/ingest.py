@@ -3,7 +3,7 @@ embedding model's own throughput on the same texts in the same process.
 
 Each passage of the dataset (`{"corpus": [{"id", "title", "text"}]}`, as in ../shared/data) becomes
 one document titled with its title, written as one JSONL source into a fresh schema, and the
-per-document assets run once through the runner (`pipelines.write.runner.ingest`). The target is
+per-document assets run once through the runner (`pipelines.orchestration.runner.ingest`). The target is
 the whole pipeline within twice the time the model alone needs.
 
     python -m pipelines.bench.ingest /work/shared/data/musique.json [--limit 1000]
@@ -27,8 +27,8 @@ from pipelines.config import load_config
 from pipelines.defs.resources import embedder_from_settings
 from pipelines.defs.write import document_assets, jobs
 from pipelines.resources.database import DatabaseResource, connect, resolve_database_url
-from pipelines.write.chunking import indexed_text
-from pipelines.write.runner import ingest
+from pipelines.write.documents.chunking import indexed_text
+from pipelines.orchestration.runner import ingest
 
 BENCH_DATABASE = "lanegraph_bench_ingest"
 STEPS = ("documents", "chunks", "chunk_embeddings", "bm25_index")

@@ -20,7 +20,7 @@ from psycopg import sql
 
 from pipelines.bench.synthetic import SyntheticCorpus, SyntheticQuery
 from pipelines.resources.database import connect, prepare_database
-from pipelines.write import bm25
+from pipelines.write.documents import bm25
 
 BENCH_DATABASE = "lanegraph_bench"
 MARKER_TABLE = "lanegraph_bench_corpus"

@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from pipelines.write.chunking import indexed_text
+from pipelines.write.documents.chunking import indexed_text
 
 # Proportions, per chunk, in line with what extraction yields on encyclopedic passages.
 CHUNKS_PER_DOCUMENT = 8

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 
 # One module per command, in the order of `lanegraph --help`. The one-line help lives here so
 # that `lanegraph --help` lists every command without importing any (Dagster, torch, ranx: seconds).

@@ -21,7 +21,7 @@ from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
 from pipelines.config import data_dir, load_config
 from pipelines.resources.database import resolve_database_url
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 _SUFFIXES = {"k": 1_000, "m": 1_000_000}
 

@@ -11,7 +11,7 @@ from pipelines.cli import COMMAND_HELP
 from pipelines.config import data_dir, load_config
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, bundled_program
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
 
 

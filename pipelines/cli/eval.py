@@ -15,7 +15,7 @@ from pathlib import Path
 from pipelines.cli import COMMAND_HELP
 from pipelines.evaluation.report import text_table
 from pipelines.evaluation.run import DEFAULT_CUTOFFS, EvaluationRequest, evaluate
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 
 def _cutoffs(text: str) -> tuple[int, ...]:
@@ -82,9 +82,12 @@ def run(arguments: argparse.Namespace) -> int:
     for path in (arguments.dataset, *arguments.lanes):
         if not path.is_file():
             raise InputError(f"{path}: no such file")
+    from pipelines.definitions import defs
+
     arms = tuple(name for entry in arguments.arms or () for name in entry.split(",") if name)
     request = EvaluationRequest(
         dataset=arguments.dataset,
+        definitions=defs,
         split=arguments.split,
         queries=arguments.queries,
         arms=arms,

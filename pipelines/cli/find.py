@@ -21,7 +21,7 @@ from pipelines.fusion import FuseResult
 from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls
 from pipelines.read.find import FindResult, find, quoting_invalid_facts
 from pipelines.resources.database import open_database
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from pipelines.resources.scopes import parse_scopes
 
 NO_LONGER_VALID_MARK = "[no longer valid] "

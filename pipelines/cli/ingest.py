@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.write.progress import listening
-from pipelines.write.runner import PLAIN_COUNTS, WriteReport
+from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -29,10 +29,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
-    from pipelines.write.runner import ingest
+    from pipelines.definitions import defs
+    from pipelines.orchestration.runner import ingest
 
     with progress_on_stderr():
-        report = ingest(arguments.path, refresh_graph=not arguments.no_graph)
+        report = ingest(arguments.path, definitions=defs, refresh_graph=not arguments.no_graph)
     if not report.partitions and report.registration is not None:
         sources = len(report.registration.keys)
         print(f"{arguments.path}: {sources} source file(s), nothing new to materialize", file=sys.stderr)

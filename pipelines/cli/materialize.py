@@ -23,10 +23,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
-    from pipelines.write.runner import materialize
+    from pipelines.definitions import defs
+    from pipelines.orchestration.runner import materialize
 
     with progress_on_stderr():
-        report = materialize(arguments.assets)
+        report = materialize(arguments.assets, definitions=defs)
     if not report.assets:
         print(
             "nothing materialized: no source files are registered yet (run `lanegraph ingest PATH`)",

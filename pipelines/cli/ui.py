@@ -9,7 +9,7 @@ import sys
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.config import data_dir
-from pipelines.dagster_home import ensure_dagster_home
+from pipelines.orchestration.dagster_home import ensure_dagster_home
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -5,8 +5,8 @@ import dagster as dg
 from pipelines.config import load_config
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.resources.summarizer import SummarizerResource
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.summaries.summarizer import SummarizerResource
 
 
 def embedder_from_settings() -> EmbedderResource:

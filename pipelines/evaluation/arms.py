@@ -29,8 +29,8 @@ from pipelines.read.compiler import (
 )
 from pipelines.read.dialect import PgVector
 from pipelines.read.lane_parts import Part, lane_parts
-from pipelines.read.lanes_config import SETTING_NAMES, template_path
-from pipelines.resources.errors import InputError
+from pipelines.lanes_config import SETTING_NAMES, template_path
+from pipelines.errors import InputError
 
 # Ablations of composite lanes' parts: arm suffix → (lane kind, the plan change that removes the part).
 PART_ABLATIONS: dict[str, tuple[str, dict[str, object]]] = {

@@ -2,7 +2,7 @@
 
 A dataset gets the database `lanegraph_eval_<name>` on the embedded server, or the schema of that
 name on DATABASE_URL's server (an external role may not be allowed to create databases). Its assets
-are built by the write side's runner (`pipelines.write.runner.ingest`) from the corpus written as
+are built by the write side's runner (`pipelines.orchestration.runner.ingest`) from the corpus written as
 JSONL, under a throwaway Dagster instance. A fingerprint of the corpus and the `pipeline` settings is
 stored with them: a later run whose fingerprint matches skips the build, so comparing retrieval
 settings (lanes.yaml's retrieval sections, extra `--lanes` files) never rebuilds, while a changed
@@ -23,9 +23,9 @@ from pipelines.config import data_dir, load_config
 from pipelines.evaluation.dataset import Dataset, corpus_fingerprint, database_suffix, write_corpus_jsonl
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from pipelines.write.progress import ProgressListener, listening
-from pipelines.write.runner import ingest
+from pipelines.orchestration.runner import ingest
 
 EVAL_DATABASE_PREFIX = "lanegraph_eval_"
 FINGERPRINT_KEY = "eval_corpus_fingerprint"
@@ -90,15 +90,20 @@ def _forward_finished_steps(progress: Progress) -> ProgressListener:
     return listener
 
 
-def _ingest(url: str, corpus: Path, progress: Progress) -> None:
+def _ingest(url: str, corpus: Path, definitions: dg.Definitions, progress: Progress) -> None:
     # A throwaway Dagster instance: the evaluation's partitions and runs belong to its own
     # database and must not show up in the asset history of the user's instance.
     with dg.DagsterInstance.ephemeral() as instance, listening(_forward_finished_steps(progress)):
-        ingest(corpus, instance=instance, database_url=url)
+        ingest(corpus, definitions=definitions, instance=instance, database_url=url)
 
 
 def ensure_built(
-    dataset: Dataset, progress: Progress, database_url: str | None = None, *, rebuild: bool = False
+    dataset: Dataset,
+    definitions: dg.Definitions,
+    progress: Progress,
+    database_url: str | None = None,
+    *,
+    rebuild: bool = False,
 ) -> str:
     """The URL of a database holding every asset built over the dataset's corpus.
 
@@ -134,6 +139,6 @@ def ensure_built(
     corpus = corpus_path(dataset)
     corpus.parent.mkdir(parents=True, exist_ok=True)
     write_corpus_jsonl(dataset.passages, corpus)
-    _ingest(url, corpus, progress)
+    _ingest(url, corpus, definitions, progress)
     store_fingerprint(url, fingerprint)
     return url

@@ -17,7 +17,7 @@ from typing import Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 Split = Literal["dev", "train", "all"]
 TRAIN_SPLIT = "train"

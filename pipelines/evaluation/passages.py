@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import psycopg
 
-from pipelines.write.chunking import indexed_text
+from pipelines.write.documents.chunking import indexed_text
 
 CHUNK_DOCUMENTS_SQL = "SELECT id, document_id FROM chunk"
 CHUNK_PASSAGES_SQL = """

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 
 from pipelines.config import default_config_path, load_config
@@ -26,7 +27,7 @@ from pipelines.read.execute import run_statement
 from pipelines.read.find import embedder_for, estimate_tokens, find, find_transaction, pack
 from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 DEFAULT_CUTOFFS = (2, 5, 10)
 Progress = Callable[[str], None]
@@ -47,6 +48,8 @@ Retriever = Callable[[str], Retrieved]
 @dataclass(frozen=True)
 class EvaluationRequest:
     dataset: Path
+    # The code location whose write side builds the dataset's database.
+    definitions: dg.Definitions
     split: Split = "dev"
     queries: int | None = None
     arms: tuple[str, ...] = ()
@@ -155,7 +158,7 @@ def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) ->
     if not questions:
         raise InputError(f"{request.dataset}: no {request.split} questions to evaluate")
     arms = choose_arms(config, request.arms, request.lanes_files)
-    url = ensure_built(dataset, progress, request.database_url, rebuild=request.rebuild)
+    url = ensure_built(dataset, request.definitions, progress, request.database_url, rebuild=request.rebuild)
     depth = ranking_depth(cutoffs)
     outcomes = []
     with open_database(request.config_path, url=url) as database:

@@ -37,7 +37,7 @@ from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.resources.database import Database, connect
 from pipelines.resources.embedder import Embedder
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 SHARD_SEPARATOR = "@"
 

@@ -34,7 +34,7 @@ from pipelines.config import LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import explain_statement, run_statement
 from pipelines.read.find import embedder_for
-from pipelines.read.lanes_config import Settings
+from pipelines.lanes_config import Settings
 from pipelines.read.schema import load_catalog
 from pipelines.resources.database import Database, connect
 from pipelines.resources.embedder import Embedder

@@ -21,9 +21,9 @@ from pathlib import Path
 from sqlglot import exp
 
 from pipelines.config import LanegraphConfig
-from pipelines.read.dialect import OPERATORS, ColonPlaceholder, PgVector
+from pipelines.read.dialect import DISTANCE_OPERATORS, ColonPlaceholder, PgVector
 from pipelines.read.lane_parts import Part, lane_parts
-from pipelines.read.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Lane, Plan, limit_expression
+from pipelines.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Lane, Plan, limit_expression
 from pipelines.read.parameters import Bind, BindTypeError, parameter_values, positional
 from pipelines.read.question import question_terms
 from pipelines.read.schema import Catalog, load_catalog, schema_fingerprint
@@ -57,7 +57,6 @@ UNION_CTE = "ordered_context"
 LANE_LIMIT = "lane_limit"
 # The SQL type a bind name is declared with, or None when it names nothing known.
 DeclaredTypes = Callable[[str], str | None]
-DISTANCE_OPERATORS = tuple(OPERATORS[op] for op in ("<->", "<#>", "<=>", "<+>", "<~>", "<%>"))
 
 
 def query_bind_types(dimension: int) -> dict[str, str]:

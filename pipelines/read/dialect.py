@@ -80,6 +80,8 @@ OPERATORS: dict[str, type[exp.Binary]] = {
     "<<%": StrictWordSimilar,
     "%>>": StrictWordSimilarCommuted,
 }
+# The vector distances: a select ordered by one of them against a table is an ANN window.
+DISTANCE_OPERATORS = tuple(OPERATORS[op] for op in ("<->", "<#>", "<=>", "<+>", "<~>", "<%>"))
 
 # sqlglot's TokenType enum is closed and its precedence tables are keyed by token type, so each
 # operator gets a fresh member, numbered past TokenType's last so it never equals a stock one.

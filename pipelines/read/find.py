@@ -20,10 +20,10 @@ import psycopg
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
 from pipelines.read.execute import run_statement
-from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.lanes_config import ANN_WINDOW
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder, EmbedderResource
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 MAX_QUESTION_CHARS = 4000
 # Anything packed into a token budget: find's candidates, or the evaluation's plain passages.

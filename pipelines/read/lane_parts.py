@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.read.lanes_config import Lane, Plan, template_path
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
+from pipelines.lanes_config import Lane, Plan, template_path
 from pipelines.shipped import SQL_TEMPLATES
 
 PRIMITIVES = SQL_TEMPLATES / "primitives"

@@ -17,7 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from pipelines.read.dialect import PgVector
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
 from pipelines.resources.migrations import SCHEMA_DIR, discover_migrations
 
 # The width does not change which columns exist; any value renders the migrations parseable.

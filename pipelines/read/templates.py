@@ -21,10 +21,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from pipelines.read.dialect import ColonPlaceholder, PgVector
-from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.read.dialect import DISTANCE_OPERATORS, ColonPlaceholder, PgVector
+from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError, first_line_of
 from pipelines.shipped import SHIPPED_ROOT
 
 CONSTANT_MARKER = "@constant"
@@ -79,7 +79,7 @@ def load_template(path: Path, lane: str | None = None) -> Template:
     """Parse a template file; any problem names the lane, file and line."""
     try:
         modified = path.stat().st_mtime_ns
-    except OSError:
+    except (OSError, ValueError):
         raise Template(path, "", exp.select("1"), lane).error(None, "template file not found") from None
     return _parse(path, modified, lane)
 
@@ -91,11 +91,16 @@ def _parse(path: Path, _mtime_ns: int, lane: str | None) -> Template:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise where.error(None, f"cannot read template ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise where.error(None, f"not valid UTF-8 at byte {error.start}") from None
     try:
         statements = [s for s in sqlglot.parse(text, dialect=PgVector) if s is not None]
     except sqlglot.errors.ParseError as error:
         first = error.errors[0] if error.errors else {}
         raise where.error(first.get("line"), f"cannot parse: {first.get('description', error)}") from None
+    # The tokenizer's errors (an unterminated string) and nesting too deep for the parser.
+    except (sqlglot.errors.SqlglotError, RecursionError) as error:
+        raise where.error(None, f"cannot parse: {first_line_of(error)}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise where.error(None, "a template is exactly one SELECT statement")
     template = Template(path, text, statements[0], lane)
@@ -156,8 +161,6 @@ def check_binds_only(template: Template) -> None:
 
 def ann_windows(template: Template) -> Iterator[exp.Select]:
     """Selects that rank a table (not one of the template's CTEs) by vector distance to a bind."""
-    from pipelines.read.compiler import DISTANCE_OPERATORS  # the compiler imports this module
-
     ctes = {cte.alias for cte in template.tree.find_all(exp.CTE)}
     for select in template.tree.find_all(exp.Select):
         order, source = select.args.get("order"), select.args.get("from_")

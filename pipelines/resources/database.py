@@ -20,7 +20,7 @@ from pydantic import PrivateAttr
 
 from pipelines.config import data_dir, default_config_path, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import apply_migrations
 from pipelines.resources.scopes import ScopedRole, enter_scopes_statements
 

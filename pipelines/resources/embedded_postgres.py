@@ -21,7 +21,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 
 # The wheel logs every pg_ctl call at INFO and prints whole server logs on failure; our errors say
 # what matters in one line instead.

@@ -16,7 +16,7 @@ import dagster as dg
 import httpx
 import numpy as np
 
-from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
 if TYPE_CHECKING:

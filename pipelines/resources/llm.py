@@ -11,7 +11,7 @@ import json
 
 import httpx
 
-from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
 

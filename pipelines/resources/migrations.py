@@ -15,8 +15,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from pipelines.errors import DatabaseError
 from pipelines.shipped import SQL_TEMPLATES
-from pipelines.resources.errors import DatabaseError
 
 SCHEMA_DIR = SQL_TEMPLATES / "schema"
 MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")

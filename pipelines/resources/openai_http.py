@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.errors import ConfigError, LanegraphError
 
 RETRY_DELAYS_SECONDS = (0.5, 2.0)
 

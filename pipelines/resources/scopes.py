@@ -25,11 +25,16 @@ from enum import StrEnum
 
 from psycopg import sql
 
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 SCOPES_SETTING = "lanegraph.scopes"
 MAX_SCOPE_CHARS = 200
 MAX_SCOPES = 1000
+# A stored row's scope set is also part of btree keys (BM25 statistics per scope set, entities per
+# scope set), and PostgreSQL refuses an index entry over 2,704 bytes: the set's bytes, counted with
+# each element's array overhead, stay well below that.
+MAX_ROW_SCOPE_BYTES = 2000
+ARRAY_ELEMENT_OVERHEAD = 8
 
 
 class ScopedRole(StrEnum):
@@ -61,6 +66,19 @@ def normalize_scopes(scopes: Sequence[str], source: str = "scopes") -> tuple[str
     if len(scopes) > MAX_SCOPES:
         raise InputError(f"{source}: {len(scopes)} scopes given; at most {MAX_SCOPES} are allowed")
     return tuple(sorted({_check_scope(scope, i, source) for i, scope in enumerate(scopes)}))
+
+
+def normalize_row_scopes(scopes: object, source: str = "scopes") -> tuple[str, ...]:
+    """The scopes a stored row may carry: those a caller can present (`normalize_scopes`), few
+    enough to be part of an index key."""
+    normalized = normalize_scopes(scopes, source)  # type: ignore[arg-type]
+    size = sum(len(scope.encode()) + ARRAY_ELEMENT_OVERHEAD for scope in normalized)
+    if size > MAX_ROW_SCOPE_BYTES:
+        raise InputError(
+            f"{source}: {len(normalized)} scopes take {size:,} bytes; a row's scopes may take at most "
+            f"{MAX_ROW_SCOPE_BYTES:,}"
+        )
+    return normalized
 
 
 def parse_scopes(text: str, source: str = "--scopes") -> tuple[str, ...]:

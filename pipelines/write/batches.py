@@ -16,11 +16,13 @@ from typing import Generic, TypeVar
 import psycopg
 
 from pipelines.resources.database import Database
+from pipelines.errors import first_line_of
 from pipelines.write.report import StepReport
 
 Item = TypeVar("Item")
-# Errors an item's own values cause: a value PostgreSQL cannot store, a violated constraint.
-ITEM_ERRORS = (psycopg.DataError, psycopg.IntegrityError)
+# Errors an item's own values cause: a value PostgreSQL cannot store, a violated constraint, a
+# value beyond a limit of the server (an index entry over the btree maximum, an array too large).
+ITEM_ERRORS = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 
 
 class BatchWriter(Generic[Item]):
@@ -65,7 +67,7 @@ class BatchWriter(Generic[Item]):
                     counts += self._one_transaction([item])
                 except ITEM_ERRORS as error:
                     self.failed.append(item)
-                    self.report.skip(self.describe(item), f"database error: {first_line(error)}")
+                    self.report.skip(self.describe(item), f"database error: {first_line_of(error)}")
         for name, value in counts.items():
             setattr(self.report, name, getattr(self.report, name) + value)
         self.written += len(batch)
@@ -74,8 +76,3 @@ class BatchWriter(Generic[Item]):
     def _one_transaction(self, batch: Sequence[Item]) -> Counter:
         with self.database.connection() as connection, connection.transaction():
             return self.write(connection, batch)
-
-
-def first_line(error: Exception) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__

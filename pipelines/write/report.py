@@ -10,10 +10,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipelines.write.sources import Problem
-
 COUNT_NAMES = ("inserted", "updated", "deleted", "unchanged", "skipped")
 MAX_LISTED_PROBLEMS = 50
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Input that was skipped: where (file, or file:line) and why, in one line."""
+
+    location: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.reason}"
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pipelines.evaluation.arms import choose_arms, ranking_statement
 from pipelines.evaluation.answers import answer_found, scorable_answers
 from pipelines.evaluation.demo_dataset import demo_dataset
 from pipelines.evaluation.dataset import parse_dataset
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 LANES = REPOSITORY / "lanes.yaml"
 

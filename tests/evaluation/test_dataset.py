@@ -13,7 +13,7 @@ from pipelines.evaluation.dataset import (
     database_suffix,
     load_dataset,
 )
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 
 
 def dataset_file(tmp_path: Path, **overrides: object) -> Path:

@@ -24,9 +24,9 @@ from pipelines.read.cacheability import generic_plan, reaches_indexes
 from pipelines.read.execute import explain_statement, run_statement
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import LocalMiniLMEmbedder
-from pipelines.write import bm25_sql
-from pipelines.write.bm25 import apply_statistics
-from pipelines.write.chunking import indexed_text
+from pipelines.write.documents import bm25_sql
+from pipelines.write.documents.bm25 import apply_statistics
+from pipelines.write.documents.chunking import indexed_text
 
 # A small company graph: Alice -works_at-> Acme <-works_at- Bob -mentors-> Carol -knows-> Alice,
 # and Dave, who worked at Acme only in the first half of 2019. Alice was once recorded "on leave",

@@ -30,7 +30,7 @@ from pipelines.fusion.shards import (
     parse_shard_urls,
 )
 from pipelines.resources.database import Database
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from tests.fusion.test_postgres_client import CORPUS, QUESTIONS, plant, plant_corpus
 from tests.fusion.test_postgres_client import ENTITIES as NORTH_ENTITIES
 from tests.fusion.test_postgres_client import FACTS as NORTH_FACTS

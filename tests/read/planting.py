@@ -17,7 +17,7 @@ import numpy as np
 import psycopg
 
 from pipelines.resources.embedder import LocalMiniLMEmbedder
-from pipelines.write.bm25_sql import REFRESH_CORPUS
+from pipelines.write.documents.bm25_sql import REFRESH_CORPUS
 
 class MemoEmbedder:
     """The bundled embedder with a memory: each distinct text is embedded once per test session."""

@@ -16,7 +16,7 @@ from pgvector.psycopg import register_vector
 
 from pipelines.read.cacheability import generic_plan, plan_nodes, planned_rows, unprompted_hnsw_misses
 from pipelines.read.compiler import compile_find
-from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.templates import TemplateError, check_binds_only, load_template
 from pipelines.resources.database import connect
 

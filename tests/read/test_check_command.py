@@ -10,9 +10,9 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.fusion.primitives import PRIMITIVES_DIR, check_primitives
+from pipelines.lanes_config import LANE_TEMPLATES
 from pipelines.read.templates import TemplateError
 from tests import REPOSITORY
-from pipelines.read.lanes_config import LANE_TEMPLATES
 
 WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
 

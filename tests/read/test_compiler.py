@@ -11,7 +11,7 @@ from pipelines.config import LanegraphConfig
 from pipelines.read.cacheability import changed_values
 from pipelines.read.compiler import RESULT_COLUMNS, compile_find, compile_template
 from pipelines.read.lane_parts import PRIMITIVES
-from pipelines.read.lanes_config import Plan
+from pipelines.lanes_config import Plan
 from pipelines.read.templates import TemplateError
 
 

@@ -13,7 +13,8 @@ from tests import REPOSITORY
 from pipelines.read.cacheability import check_cacheability, plan_nodes
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
-from pipelines.write.runner import ingest
+from pipelines.definitions import defs
+from pipelines.orchestration.runner import ingest
 from tests.read.planting import EMBEDDER, Planter
 
 DEMO = REPOSITORY / "pipelines" / "demo_corpus"
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.slow
 def demo(make_schema_url: Callable[[], str]) -> Database:
     url = make_schema_url()
     with dg.DagsterInstance.ephemeral() as instance:
-        ingest(DEMO / "documents", instance=instance, database_url=url)
+        ingest(DEMO / "documents", definitions=defs, instance=instance, database_url=url)
     database = Database(url)
     with database.connection() as connection:
         # Statistics for the planner now, rather than whenever autovacuum gets to the new tables.

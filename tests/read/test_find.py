@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.read.find import Candidate, find, pack
-from pipelines.resources.errors import InputError
+from pipelines.errors import InputError
 from tests.read.planting import EMBEDDER, Planter
 
 

@@ -9,7 +9,7 @@ from pipelines.read.compiler import compile_find
 from pipelines.read.execute import explain_statement
 from pipelines.read.explain import explain_find
 from pipelines.read.find import find_settings, find_transaction, settings_in_force
-from pipelines.read.lanes_config import ANN_WINDOW
+from pipelines.lanes_config import ANN_WINDOW
 from tests.read.planting import EMBEDDER
 
 

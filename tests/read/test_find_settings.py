@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pipelines.read.compiler import bind_values, compile_find
 from pipelines.read.execute import run_statement
+from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.find import enter_find_settings, fuzzy_mention_threshold
-from pipelines.read.lanes_config import ANN_WINDOW
 from tests.read.planting import vector
 
 TYPO_QUESTION = "Who does Zorblaxx work with?"  # Zorblax, one letter off: trigram similarity 0.7

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pipelines.config import load_config
-from tests import REPOSITORY
+from pipelines.errors import ConfigError
 from pipelines.read.json_schema import lanes_json_schema
-from pipelines.resources.errors import ConfigError
+from tests import REPOSITORY
 
 SETTINGS = (REPOSITORY / "lanes.yaml").read_text()
 

@@ -20,7 +20,7 @@ from pipelines.cli import main
 from pipelines.config import load_config
 from tests import REPOSITORY
 from pipelines.resources.database import Database
-from pipelines.resources.errors import ConfigError
+from pipelines.errors import ConfigError
 from tests.reliability.fingerprints import table_counts
 
 VALID_LANES = (REPOSITORY / "lanes.yaml").read_text()

@@ -24,7 +24,7 @@ from tests import REPOSITORY
 from pipelines.read.compiler import compile_find
 from pipelines.read.find import find
 from pipelines.resources.database import Database
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 from tests.reliability.tenancy import HashedEmbedder, hashed_embedding, plant_world
 
 VALID = yaml.safe_load((REPOSITORY / "lanes.yaml").read_text())

@@ -29,12 +29,12 @@ import dagster as dg
 import psycopg
 
 from pipelines.config import load_config
-from pipelines.dagster_home import ensure_dagster_home
+from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.definitions import defs
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write.runner import ingest
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.summaries.summarizer import SummarizerResource
+from pipelines.orchestration.runner import ingest
 from tests.reliability.tenancy import HashedEmbedder
 
 

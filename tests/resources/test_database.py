@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from pipelines.resources.database import Database, connect, prepare_database
-from pipelines.resources.errors import DatabaseError
+from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension, discover_migrations, vector_columns
 
 TABLES = {

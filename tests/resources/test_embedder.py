@@ -9,7 +9,7 @@ from pipelines.resources.embedder import (
     LocalMiniLMEmbedder,
     OpenAICompatibleEmbedder,
 )
-from pipelines.resources.errors import ConfigError, LanegraphError
+from pipelines.errors import ConfigError, LanegraphError
 from tests.http_stub import StubServer
 
 SERVER_DIMENSION = 16

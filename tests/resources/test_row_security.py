@@ -12,7 +12,7 @@ from psycopg import sql
 
 from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
-from pipelines.resources.errors import DatabaseError, InputError
+from pipelines.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension
 from pipelines.resources.scopes import ScopedRole, normalize_scopes, parse_scopes
 

@@ -20,12 +20,12 @@ from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
 from pipelines.resources.database import Database, DatabaseResource, connect
-from pipelines.write.bm25 import index_partitions, statistics_consistent, statistics_health
-from pipelines.write.chunking import indexed_text
-from pipelines.write.chunks import materialize_chunks
-from pipelines.write.documents import materialize_documents
-from pipelines.write.registry import register_path
-from pipelines.write.runner import ingest
+from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
+from pipelines.write.documents.chunking import indexed_text
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.registry import register_path
+from pipelines.orchestration.runner import ingest
 
 LEXICAL = dg.Definitions(
     assets=[document_assets.documents, document_assets.chunks, document_assets.bm25_index],
@@ -137,10 +137,12 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     with database.connection() as connection:
         keys = register_path(connection, folder, 10_000_000).keys
     materialize_documents(database, keys, max_bytes=1_000_000, batch_size=100)
-    materialize_chunks(database, keys, max_tokens=60, overlap_tokens=10, batch_size=100)
 
+    # The chunks step indexes what it writes, under the same statistics lock as bm25_index.
     with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda key: index_partitions(database, [key], batch_size=1), keys))
+        list(pool.map(
+            lambda key: materialize_chunks(database, [key], max_tokens=60, overlap_tokens=10, batch_size=1), keys
+        ))
     with database.connection() as connection:
         assert statistics_consistent(statistics_health(connection))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pipelines.write.documents.chunking import chunk_document, count_tokens, indexed_text, sentence_spans
 from tests import REPOSITORY
-from pipelines.write.chunking import chunk_document, count_tokens, indexed_text, sentence_spans
 
 HERON = (REPOSITORY / "pipelines" / "demo_corpus" / "documents" / "project-heron.md").read_text()
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pipelines.resources.database import Database
-from pipelines.write.extraction import extract_documents
-from pipelines.write.extraction_store import canonical_mentions
-from pipelines.write.extraction_model import Mention
-from pipelines.write.spacy_extractor import SpacyExtractor
+from pipelines.write.extraction.extraction import extract_documents
+from pipelines.write.extraction.extraction_store import canonical_mentions
+from pipelines.write.extraction.extraction_model import Mention
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 from tests.write.corpus import retract_document, seed_documents
 
 MERGE_SIMILARITY = 0.9

@@ -6,11 +6,11 @@ from datetime import date
 
 import pytest
 
-from pipelines.write.extraction_model import ChunkText, ExtractedFact
-from pipelines.write.grounding import sentence_validity
-from pipelines.write.rule_extractor import RuleExtractor
-from pipelines.write.spacy_extractor import SpacyExtractor
-from pipelines.write.summaries import extractive_summary
+from pipelines.write.extraction.extraction_model import ChunkText, ExtractedFact
+from pipelines.write.extraction.grounding import sentence_validity
+from pipelines.write.extraction.rule_extractor import RuleExtractor
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
+from pipelines.write.summaries.summaries import extractive_summary
 
 PLANTED = ChunkText(
     "planted#0",

@@ -16,9 +16,9 @@ from pipelines.defs.write import document_assets, extraction_assets, graph_asset
 from pipelines.defs.write.graph_schedule import refresh_graph
 from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write.runner import WriteReport, ingest, materialize
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.summaries.summarizer import SummarizerResource
+from pipelines.orchestration.runner import WriteReport, ingest, materialize
 
 SETTINGS = load_config(REPOSITORY / "lanes.yaml").pipeline
 DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"

@@ -10,7 +10,7 @@ import dagster as dg
 
 from pipelines.defs.write import document_assets, jobs
 from pipelines.defs.write.inbox import document_inbox, inbox_dir
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, RANGE_END_TAG, RANGE_START_TAG
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, RANGE_END_TAG, RANGE_START_TAG
 from pipelines.resources.database import DatabaseResource, connect
 
 LEXICAL = dg.Definitions(

@@ -8,11 +8,11 @@ from datetime import date
 
 import pytest
 
-from pipelines.resources.errors import ConfigError
-from pipelines.resources.extractor import ExtractorResource
+from pipelines.errors import ConfigError
+from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.resources.llm import LLMError
-from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write.extraction_model import ChunkText
+from pipelines.write.summaries.summarizer import SummarizerResource
+from pipelines.write.extraction.extraction_model import ChunkText
 from tests.http_stub import StubServer
 from tests.write.chat_stub import chat_reply
 

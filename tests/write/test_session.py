@@ -10,13 +10,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS
 from pipelines.defs.write.session_assets import session_items
 from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.errors import InputError
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.write.session import load_session_items, read_session_items
+from pipelines.errors import InputError
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.session.session import load_session_items, read_session_items
 
 OLD = {"id": "wm-old", "text": "Tomasz Wielgus moved the Heron review to Friday 2025-07-11.",
        "created_at": "2025-07-01T08:15:00Z", "scopes": ["team-a"]}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.resources.errors import InputError
-from pipelines.write.sources import SourceFile, discover_sources, jsonl_document, read_source
+from pipelines.errors import InputError
+from pipelines.write.documents.sources import SourceFile, discover_sources, jsonl_document, read_source
 
 
 def source(path: Path, kind: str) -> SourceFile:
@@ -63,7 +63,7 @@ def test_changing_scopes_changes_the_content_hash() -> None:
         ("[1, 2]", "expected a JSON object"),
         ('{"id": "x"}', "field 'text' is missing or empty"),
         ('{"text": "t", "scope": ["a"]}', "unknown field 'scope'"),
-        ('{"text": "t", "scopes": "team-a"}', "field 'scopes' must be a list"),
+        ('{"text": "t", "scopes": "team-a"}', "field 'scopes': expected a list"),
         ('{"text": "t", "observed_at": "yesterday"}', "field 'observed_at' is not an ISO 8601 time"),
         ('{"text": 5}', "field 'text' must be a string"),
     ],

@@ -11,8 +11,9 @@ from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.cacheability import check_cacheability, failure_summary, generic_plan
 from pipelines.read.compiler import compile_find
 from pipelines.read.explain import plan_lines
+from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
-from pipelines.resources.errors import LanegraphError
+from pipelines.errors import LanegraphError
 
 
 # Every asset that writes a table (or column) the statement reads, so the statement, and the
@@ -29,7 +30,7 @@ def _config(database: DatabaseResource) -> LanegraphConfig:
 
 
 @dg.asset(
-    group_name="read",
+    group_name=READ_GROUP,
     deps=list(READ_ASSETS),
     description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
 )

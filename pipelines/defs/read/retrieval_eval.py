@@ -15,10 +15,12 @@ import dagster as dg
 from pydantic import Field
 
 from pipelines.config import data_dir, default_config_path
+from pipelines.defs.code_location import code_location
 from pipelines.evaluation.demo_dataset import DEMO_DATASET_NAME, write_demo_dataset
 from pipelines.evaluation.plot import recall_plot_markdown
 from pipelines.evaluation.report import markdown_table
 from pipelines.evaluation.run import DEFAULT_CUTOFFS, EvaluationRequest, evaluate
+from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
 
 
@@ -40,7 +42,7 @@ class RetrievalEvalConfig(dg.Config):
 
 
 @dg.asset(
-    group_name="read",
+    group_name=READ_GROUP,
     deps=["find_statement"],
     description="Recall@k, nDCG@10, MRR and latency of every retrieval arm and ablation on a benchmark.",
 )
@@ -54,6 +56,7 @@ def retrieval_eval(
     )
     request = EvaluationRequest(
         dataset=dataset,
+        definitions=code_location(),
         split=config.split.value,  # type: ignore[arg-type]
         queries=config.queries or None,
         arms=tuple(config.arms),

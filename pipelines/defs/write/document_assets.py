@@ -9,14 +9,14 @@ import dagster as dg
 
 from pipelines.config import load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.defs.write.jobs import PER_DOCUMENT_GROUP
-from pipelines.defs.write.partitions import document_partitions
+from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
+from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.write.bm25 import index_partitions, statistics_consistent, statistics_health
-from pipelines.write.chunks import materialize_chunks
-from pipelines.write.documents import materialize_documents
-from pipelines.write.embeddings import embedding_health, materialize_embeddings
+from pipelines.write.documents.bm25 import index_partitions, statistics_consistent, statistics_health
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.embeddings import embedding_health, materialize_embeddings
 
 SETTINGS = load_config().pipeline
 MAX_LOGGED_PROBLEMS = 20
@@ -119,7 +119,9 @@ def chunk_embeddings(
     deps=[chunks],
     description=(
         "Okapi BM25 term statistics in SQL: postings (PostgreSQL English lexemes and their "
-        "frequencies) per chunk, chunk lengths, document frequencies and corpus size."
+        "frequencies) per chunk, chunk lengths, document frequencies and corpus size. The chunks "
+        "step indexes what it writes in the same transaction; this step indexes any chunk still "
+        "without postings."
     ),
 )
 def bm25_index(

@@ -4,13 +4,13 @@
 import dagster as dg
 
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.defs.write.jobs import PER_DOCUMENT_GROUP
-from pipelines.defs.write.partitions import document_partitions
+from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
+from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.write import extraction_sql as q
-from pipelines.write.extraction import extract_documents
-from pipelines.write.registry import partition_document_ids
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.extraction import extraction_sql as q
+from pipelines.write.extraction.extraction import extract_documents
+from pipelines.write.documents.registry import partition_document_ids
 from pipelines.write.report import StepReport
 
 @dg.asset(

@@ -8,12 +8,12 @@ import dagster as dg
 
 from pipelines.config import CommunitySettings, RaptorSettings, load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.defs.write.jobs import GRAPH_GROUP
+from pipelines.orchestration.groups import GRAPH_GROUP
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.summarizer import SummarizerResource
-from pipelines.write import graph_sql as q
-from pipelines.write.graph_store import build_communities, build_profiles, build_raptor, refresh_entity_graph
+from pipelines.write.summaries.summarizer import SummarizerResource
+from pipelines.write.graph import graph_sql as q
+from pipelines.write.graph.graph_store import build_communities, build_profiles, build_raptor, refresh_entity_graph
 from pipelines.write.plots import sizes_per_level_chart
 from pipelines.write.report import StepReport, markdown_table
 
@@ -204,7 +204,7 @@ def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset=raptor_levels, description="The top RAPTOR level has between 1 and root_count nodes.")
+@dg.asset_check(asset=raptor_levels, description="The top level of each scope set's RAPTOR tree has between 1 and root_count nodes.")
 def raptor_root_count(database: DatabaseResource) -> dg.AssetCheckResult:
     with database.connection() as connection:
         leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from pipelines.defs.write.jobs import GRAPH_GROUP
+from pipelines.orchestration.groups import GRAPH_GROUP
 
 refresh_graph = dg.define_asset_job(
     "refresh_graph",

@@ -11,10 +11,10 @@ import dagster as dg
 
 from pipelines.config import data_dir
 from pipelines.defs.write.jobs import ingest_documents
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.config import load_config
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource
-from pipelines.write.registry import register_path, unfinished_sources
+from pipelines.write.documents.registry import register_path, unfinished_sources
 
 INBOX_INTERVAL_SECONDS = 30
 

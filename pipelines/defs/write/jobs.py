@@ -3,11 +3,7 @@ partitions. (The graph-wide side's job, refresh_graph, lives with its schedule.)
 
 import dagster as dg
 
-# Every asset partitioned by `document_partitions` belongs to this group, and only those.
-PER_DOCUMENT_GROUP = "documents"
-GRAPH_GROUP = "graph"
-# The read side's assets (the compiled statement, the evaluation) are never part of a write run.
-READ_GROUP = "read"
+from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 
 ingest_documents = dg.define_asset_job(
     "ingest_documents",

@@ -4,15 +4,15 @@ import dagster as dg
 
 from pipelines.config import load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.defs.write.partitions import DOCUMENT_PARTITIONS
+from pipelines.orchestration.groups import SESSION_GROUP
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
-from pipelines.resources.extractor import ExtractorResource
-from pipelines.write import session_sql as q
+from pipelines.write.extraction.extractor import ExtractorResource
+from pipelines.write.session import session_sql as q
 from pipelines.write.report import StepReport
-from pipelines.write.session import promote_session_items
+from pipelines.write.session.session import promote_session_items
 
-SESSION_GROUP = "session"
 SETTINGS = load_config().pipeline
 
 

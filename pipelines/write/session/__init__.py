@@ -1,0 +1,1 @@
+"""Working memory (asset group "session"): session items, and their promotion to documents."""

@@ -1,0 +1,208 @@
+"""Working memory: session items loaded with embeddings, and promoted to documents once old enough.
+
+`load_session_items(path, ...)` reads a JSONL file (`id, text, created_at, scopes` per line) into
+`session_item` with embeddings; the working_memory lane finds unpromoted items by vector. An item
+older than `promote_after_hours` is promoted: written as a one-line JSONL source
+(`<data dir>/session/…`, document id `session:<item id>`), registered like any source and carried
+through the per-document steps (documents, chunks, embeddings, BM25, extraction), then marked
+`promoted_at` so the lane stops returning it: from then on the document lanes find it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pydantic
+
+from pipelines.config import PipelineSettings, data_dir
+from pipelines.resources.database import Database
+from pipelines.resources.embedder import Embedder
+from pipelines.errors import InputError
+from pipelines.write.extraction.extractor import Extractor
+from pipelines.resources.scopes import normalize_row_scopes
+from pipelines.write.session import session_sql as q
+from pipelines.write.documents.bm25 import index_partitions
+from pipelines.write.documents.chunks import materialize_chunks
+from pipelines.write.documents.documents import materialize_documents
+from pipelines.write.documents.embeddings import materialize_embeddings
+from pipelines.write.extraction.extraction import ExtractionReport, extract_documents
+from pipelines.write.documents.registry import partition_document_ids, register_path
+from pipelines.write.report import StepReport
+
+DOCUMENT_PREFIX = "session:"
+_UNSAFE_FILE_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def session_sources_dir() -> Path:
+    return data_dir() / "session"
+
+
+class SessionItemRecord(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=False)
+
+    id: str = pydantic.Field(min_length=1)
+    text: str = pydantic.Field(min_length=1)
+    created_at: datetime | None = None
+    scopes: list[str] = []
+
+    @pydantic.field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("is blank")
+        return text
+
+    @pydantic.field_validator("scopes")
+    @classmethod
+    def _scopes_a_caller_can_present(cls, scopes: list[str]) -> list[str]:
+        try:
+            return list(normalize_row_scopes(scopes))
+        except InputError as error:
+            raise ValueError(str(error)) from None
+
+    @pydantic.field_validator("created_at")
+    @classmethod
+    def _utc_when_unzoned(cls, moment: datetime | None) -> datetime | None:
+        # A time without a zone is read as UTC rather than as this machine's local time.
+        return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def read_session_items(path: Path) -> list[SessionItemRecord]:
+    """Every record of a session-items JSONL file; the first bad line is an error naming it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read session items: {error}") from None
+    records: dict[str, SessionItemRecord] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = SessionItemRecord.model_validate_json(line)
+        except pydantic.ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            raise InputError(f"{path}:{number}: {where}: {first['msg']}") from None
+        if record.id in records:
+            raise InputError(f"{path}:{number}: id: duplicate id {record.id!r}")
+        records[record.id] = record
+    return list(records.values())
+
+
+@dataclass
+class SessionLoad:
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+def load_session_items(path: Path, *, database: Database, embedder: Embedder) -> SessionLoad:
+    """Upsert the file's items with embeddings of their text; promoted items are left as they are."""
+    records = read_session_items(Path(path))
+    with database.connection() as connection:
+        stored = {
+            item_id: (text, scopes, promoted)
+            for item_id, text, scopes, promoted in connection.execute(q.STORED_ITEMS, {"ids": [r.id for r in records]})
+        }
+    changed = [
+        record for record in records
+        if record.id not in stored or (not stored[record.id][2] and stored[record.id][:2] != (record.text, sorted(set(record.scopes))))
+    ]
+    load = SessionLoad(unchanged=len(records) - len(changed))
+    vectors = embedder.embed([record.text for record in changed]) if changed else []
+    with database.connection() as connection:
+        for record, vector in zip(changed, vectors):
+            connection.execute(q.UPSERT_ITEM, {
+                "id": record.id, "text": record.text, "embedding": vector, "created_at": record.created_at,
+                "scopes": sorted(set(record.scopes)),
+            })
+            if record.id in stored:
+                load.updated += 1
+            else:
+                load.inserted += 1
+    return load
+
+
+def source_file_name(item_id: str) -> str:
+    """A file name per item that no id can collide with or escape the folder through."""
+    readable = _UNSAFE_FILE_CHARACTERS.sub("_", item_id)[:60]
+    return f"{readable}-{hashlib.sha256(item_id.encode()).hexdigest()[:12]}.jsonl"
+
+
+def write_session_source(folder: Path, item_id: str, text: str, created_at: datetime, scopes: Sequence[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / source_file_name(item_id)
+    record = {
+        "id": DOCUMENT_PREFIX + item_id,
+        "title": f"Session note {item_id}",
+        "text": text,
+        "observed_at": created_at.isoformat(),
+        "scopes": list(scopes),
+    }
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class Promotion:
+    promoted: list[str] = field(default_factory=list)
+    young: int = 0
+    partition_keys: list[str] = field(default_factory=list)
+    steps: dict[str, StepReport] = field(default_factory=dict)
+    extraction: ExtractionReport = field(default_factory=ExtractionReport)
+
+
+def promote_session_items(
+    database: Database,
+    *,
+    older_than_hours: float,
+    settings: PipelineSettings,
+    embedder: Embedder,
+    extractor: Extractor,
+    folder: Path | None = None,
+    log: Callable[[str], None] = lambda message: None,
+) -> Promotion:
+    """Promote every unpromoted item older than the threshold; see the module docstring."""
+    folder = folder or session_sources_dir()
+    promotion = Promotion()
+    with database.connection() as connection:
+        due = connection.execute(q.DUE_ITEMS, {"hours": older_than_hours}).fetchall()
+        promotion.young = connection.execute(q.YOUNG_ITEM_COUNT, {"hours": older_than_hours}).fetchone()[0]
+    if not due:
+        return promotion
+    written = {write_session_source(folder, *item).name: item[0] for item in due}
+    with database.connection() as connection:
+        registration = register_path(connection, folder, settings.documents.max_bytes)
+    keys = [key for key in registration.keys if key.rsplit("/", 1)[-1] in written]
+    promotion.partition_keys = keys
+    log(f"promoting {len(due)} session items as {len(keys)} sources")
+    documents = settings.documents
+    promotion.steps["documents"] = materialize_documents(
+        database, keys, max_bytes=documents.max_bytes, batch_size=documents.batch_size, log=log
+    )
+    promotion.steps["chunks"] = materialize_chunks(
+        database, keys, max_tokens=settings.chunking.max_tokens, overlap_tokens=settings.chunking.overlap_tokens,
+        batch_size=documents.batch_size, log=log,
+    )
+    promotion.steps["chunk_embeddings"] = materialize_embeddings(
+        database, keys, embedder, batch_size=documents.batch_size, log=log
+    )
+    promotion.steps["bm25_index"] = index_partitions(database, keys, batch_size=documents.batch_size, log=log)
+    with database.connection() as connection:
+        document_ids = partition_document_ids(connection, keys)
+    promotion.extraction = extract_documents(
+        database, extractor, document_ids, settings.extraction.merge_similarity, progress=log
+    )
+    with database.connection() as connection:
+        promotion.promoted = [
+            item_id for (item_id,) in connection.execute(
+                q.MARK_PROMOTED, {"ids": list(written.values()), "prefix": DOCUMENT_PREFIX}
+            )
+        ]
+    return promotion

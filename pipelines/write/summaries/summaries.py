@@ -1,0 +1,69 @@
+"""Extractive summaries: the sentences nearest the centroid of a cluster, without repeats, in budget.
+
+Sentences are compared in TF-IDF space (a classic centroid summariser): deterministic, fast
+enough for every RAPTOR level of a large corpus, and it needs no second pass through the embedder.
+The chosen sentences are returned in their original order so the summary reads as prose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from pipelines.write.extraction.grounding import chunk_sentences
+
+# Two sentences at least this similar say the same thing; the second adds nothing to a summary.
+REDUNDANCY_THRESHOLD = 0.6
+ELLIPSIS = "…"
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """`text` cut at a word boundary to fit `max_chars`, ellipsis included."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - len(ELLIPSIS)]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + ELLIPSIS
+
+
+def distinct_sentences(texts: Sequence[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for text in texts:
+        for sentence in chunk_sentences(text):
+            seen.setdefault(sentence.lower(), sentence)
+    return list(seen.values())
+
+
+def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
+    sentences = distinct_sentences(texts)
+    if not sentences:
+        return ""
+    if len(" ".join(sentences)) <= max_chars:
+        return " ".join(sentences)
+    try:
+        matrix = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform(sentences)
+    except ValueError:
+        # Nothing but stop words: no centroid to be near, so keep the opening.
+        return truncate(" ".join(sentences), max_chars)
+    vectors = matrix.toarray()
+    norms = np.linalg.norm(vectors, axis=1)
+    vectors = np.divide(vectors, norms[:, None], out=np.zeros_like(vectors), where=norms[:, None] > 0)
+    centroid = vectors.mean(axis=0)
+    closeness = vectors @ centroid
+    chosen: list[int] = []
+    used = 0
+    for index in sorted(range(len(sentences)), key=lambda i: (-closeness[i], i)):
+        length = len(sentences[index]) + (1 if chosen else 0)
+        if used + length > max_chars:
+            continue
+        if chosen and float(np.max(vectors[chosen] @ vectors[index])) >= REDUNDANCY_THRESHOLD:
+            continue
+        chosen.append(index)
+        used += length
+    if not chosen:
+        best = max(range(len(sentences)), key=lambda i: (closeness[i], -i))
+        return truncate(sentences[best], max_chars)
+    return " ".join(sentences[i] for i in sorted(chosen))
