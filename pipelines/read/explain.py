@@ -88,7 +88,7 @@ def lane_timings(plan: dict, statement: CompiledStatement) -> tuple[LaneTiming, 
     )
 
 
-def _find_node(node: dict, matches) -> dict | None:  # type: ignore[no-untyped-def]
+def _find_node(node: dict, matches) -> dict | None:
     if matches(node):
         return node
     for child in node.get("Plans", []):

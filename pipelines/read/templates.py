@@ -72,7 +72,7 @@ class Template:
 
     def allows_constant(self, line: int | None) -> bool:
         lines = self.text.splitlines()
-        return bool(line) and CONSTANT_MARKER in lines[line - 1]  # type: ignore[index]
+        return bool(line) and CONSTANT_MARKER in lines[line - 1]
 
 
 def load_template(path: Path, lane: str | None = None) -> Template:
@@ -207,10 +207,9 @@ def check_columns(
 
 
 def _check_scope(template: Template, scope: Scope, relations: Mapping[str, tuple[str, ...]]) -> None:
-    for alias, source in scope.sources.items():
-        if isinstance(source, exp.Table) and source.name not in relations:
-            if not _is_cte_name(scope, source.name):
-                raise template.error(_line_of(source), f"unknown table {source.name}")
+    for source in scope.sources.values():
+        if isinstance(source, exp.Table) and source.name not in relations and not _is_cte_name(scope, source.name):
+            raise template.error(_line_of(source), f"unknown table {source.name}")
     for column in scope.columns:
         if isinstance(column.this, exp.Star):
             continue

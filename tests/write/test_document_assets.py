@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
-import psycopg
 import pytest
 
 from tests import REPOSITORY
