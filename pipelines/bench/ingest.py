@@ -24,9 +24,9 @@ import dagster as dg
 
 from pipelines.bench.loader import drop_schema, recreate_schema
 from pipelines.config import load_config
-from pipelines.defs.resources import embedder_from_settings
 from pipelines.defs.write import document_assets, jobs
 from pipelines.resources.database import DatabaseResource, connect, resolve_database_url
+from pipelines.resources.embedder import EmbedderResource
 from pipelines.write.documents.chunking import indexed_text
 from pipelines.orchestration.runner import ingest
 
@@ -50,13 +50,14 @@ def measure_ingest(
     """Ingest the dataset's passages into a fresh schema and time every step; see the module doc."""
     warnings.filterwarnings("ignore", module="dagster")
     settings = load_config().pipeline
+    embedder_resource = EmbedderResource.from_settings(settings.embedding)
     definitions = dg.Definitions(
         assets=[document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings, document_assets.bm25_index],
         asset_checks=[document_assets.every_chunk_embedded, document_assets.bm25_statistics_match_chunks],
         jobs=[jobs.ingest_documents],
-        resources={"database": DatabaseResource(), "embedder": embedder_from_settings()},
+        resources={"database": DatabaseResource(), "embedder": embedder_resource},
     )
-    embedder = embedder_from_settings().get_embedder()
+    embedder = embedder_resource.get_embedder()
     # Load the model first, so neither the pipeline nor the model-alone timing pays for it.
     started = time.perf_counter()
     embedder.embed(["warm-up"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.fusion.primitives import check_primitives
 from pipelines.read.cacheability import check_cacheability
 from pipelines.read.compiler import compile_find

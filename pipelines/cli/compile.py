@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.config import LanegraphConfig, load_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.read.compiler import compile_find
 from pipelines.read.json_schema import lanes_json_schema
-
-
-def add_lanes_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lanes",
-        type=Path,
-        metavar="PATH",
-        help="settings file to read instead of lanes.yaml (or LANEGRAPH_CONFIG)",
-    )
-
-
-def lanes_config(arguments: argparse.Namespace) -> LanegraphConfig:
-    return load_config(arguments.lanes)
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -15,8 +15,9 @@ from pipelines.cli import COMMAND_HELP
 from pipelines.cli.find import render, terminal_width
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 from pipelines.demo_corpus import demo_corpus_path
-from pipelines.read.find import embedder_for, find, quoting_invalid_facts
+from pipelines.read.find import find, quoting_invalid_facts
 from pipelines.resources.database import open_database
+from pipelines.resources.embedder import EmbedderResource
 
 DEMO_LAST_ASSETS = ("session_items", "find_statement", "retrieval_eval")
 # The demo's working-memory items are dated 2025, older than any promotion age: promoted, they would
@@ -47,7 +48,7 @@ def run(arguments: argparse.Namespace) -> int:
         print("every asset is up to date with the corpus")
 
     config = load_config()
-    embedder = embedder_for(config)
+    embedder = EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
     questions = yaml.safe_load((corpus / "questions.yaml").read_text())[: arguments.questions]
     with open_database() as database:
         loaded = load_session_items(corpus / "session_items.jsonl", database=database, embedder=embedder)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.read.explain import explain_find
 from pipelines.resources.database import open_database
 

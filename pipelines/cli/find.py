@@ -15,7 +15,7 @@ from collections.abc import Set
 from dataclasses import asdict
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.compile import add_lanes_option, lanes_config
+from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.config import LanegraphConfig
 from pipelines.fusion import FuseResult
 from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls

@@ -24,9 +24,9 @@ from pipelines.evaluation.metrics import ranking_depth
 from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_chunk_documents, passage_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
-from pipelines.read.find import embedder_for, estimate_tokens, find, find_transaction, pack
+from pipelines.read.find import estimate_tokens, find, find_transaction, pack
 from pipelines.resources.database import Database, open_database
-from pipelines.resources.embedder import Embedder
+from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.errors import InputError
 
 DEFAULT_CUTOFFS = (2, 5, 10)
@@ -164,7 +164,7 @@ def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) ->
     with open_database(request.config_path, url=url) as database:
         with database.connection() as connection:
             chunk_documents = load_chunk_documents(connection)
-        embedder = QuestionVectors(embedder_for(config), [question.text for question in questions])
+        embedder = QuestionVectors(EmbedderResource.from_settings(config.pipeline.embedding).get_embedder(), [question.text for question in questions])
         for arm in arms:
             started = time.perf_counter()
             outcomes.append(

@@ -133,7 +133,11 @@ def _rank(evidence: Iterable[Evidence]) -> list[Evidence]:
 
 
 def _fit_budget(ranked: Sequence[Evidence], budget_tokens: int) -> tuple[tuple[Evidence, ...], int]:
-    """The longest prefix of `ranked` whose estimated tokens fit, and the tokens it uses."""
+    """The longest prefix of `ranked` whose estimated tokens fit, and the tokens it uses.
+
+    A prefix, unlike find's `pack` (which skips an item that does not fit and keeps going): the
+    fused evidence is one ranking across sub-queries and shards, and a prefix keeps it one, so a
+    caller never holds an item while a better-ranked one was dropped for its size."""
     used = 0
     kept: list[Evidence] = []
     for evidence in ranked:

@@ -33,11 +33,10 @@ from pgvector.psycopg import register_vector
 from pipelines.config import LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import explain_statement, run_statement
-from pipelines.read.find import embedder_for
 from pipelines.lanes_config import Settings
 from pipelines.read.schema import load_catalog
 from pipelines.resources.database import Database, connect
-from pipelines.resources.embedder import Embedder
+from pipelines.resources.embedder import Embedder, EmbedderResource
 
 # Below this many postings the planner drives the BM25 join from the chunk side (right for a toy
 # corpus), so the posting index check says why it failed.
@@ -104,7 +103,7 @@ def check_cacheability(
     ]
     plan = None
     if database is not None:
-        embedder = embedder or embedder_for(config)
+        embedder = embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
         vectors = embedder.embed(list(questions))
         with _dedicated_connection(database) as connection:
             plan = generic_plan(connection, statement)

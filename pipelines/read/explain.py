@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import UNION_CTE, CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import explain_as_prepared
-from pipelines.read.find import embedder_for, find_settings, find_transaction, settings_in_force
+from pipelines.read.find import find_settings, find_transaction, settings_in_force
 from pipelines.resources.database import Database
-from pipelines.resources.embedder import Embedder
+from pipelines.resources.embedder import Embedder, EmbedderResource
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def explain_find(
 ) -> ExplainReport:
     config = config or load_config()
     statement = compile_find(config)
-    vector = (embedder or embedder_for(config)).embed([question])[0]
+    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector)
     with find_transaction(database, config) as connection:
         settings = settings_in_force(connection, list(find_settings(config)))

@@ -114,19 +114,6 @@ def estimate_tokens(text: str) -> int:
     return max(1, len(text.encode("utf-8")) // 4)
 
 
-def embedder_for(config: LanegraphConfig) -> Embedder:
-    embedding = config.pipeline.embedding
-    return EmbedderResource(
-        provider=embedding.provider,
-        base_url=embedding.openai.base_url,
-        model=embedding.openai.model or None,
-        api_key_env=embedding.openai.api_key_env,
-        dimension=embedding.dimension,
-        batch_size=embedding.batch_size,
-        timeout_seconds=embedding.openai.timeout_seconds,
-    ).get_embedder()
-
-
 def find(
     database: Database,
     question: str,
@@ -151,7 +138,7 @@ def find(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
     statement = compile_find(config)
-    vector = (embedder or embedder_for(config)).embed([question])[0]
+    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector, k=k)
     with find_transaction(database, config, scopes) as connection:
         candidates = _candidates(config, run_statement(connection, statement, values))
@@ -254,7 +241,12 @@ def drop_covered_sources(
 def pack(
     candidates: Sequence[Packed], budget: int, tokens: Callable[[Packed], int] = attrgetter("tokens")
 ) -> tuple[tuple[Packed, ...], tuple[Packed, ...], int]:
-    """Greedy in rank order: take what fits, skip what does not and keep going."""
+    """Greedy in rank order: take what fits, skip what does not and keep going.
+
+    Find's evidence comes from lanes of very different lengths (a fact is a line, a summary a
+    paragraph), so one long item must not keep the shorter ones ranked after it out of the prompt;
+    what it skips is returned, and reported as over budget. Fusion's budget (`fusion.engine`) stops
+    at the first item that does not fit instead, because its answer is a ranking."""
     used = 0
     taken: list[Packed] = []
     skipped: list[Packed] = []

@@ -16,6 +16,7 @@ import dagster as dg
 import httpx
 import numpy as np
 
+from pipelines.config import EmbeddingSettings
 from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
@@ -197,6 +198,20 @@ class EmbedderResource(dg.ConfigurableResource):
     dimension: int = MINILM_DIMENSION
     batch_size: int = 64
     timeout_seconds: float = 60.0
+
+    @classmethod
+    def from_settings(cls, embedding: EmbeddingSettings) -> EmbedderResource:
+        """The embedder lanes.yaml describes: the one factory for assets, find, explain and the
+        evaluation; an endpoint's key stays in the environment variable it names."""
+        return cls(
+            provider=embedding.provider,
+            dimension=embedding.dimension,
+            batch_size=embedding.batch_size,
+            base_url=embedding.openai.base_url,
+            model=embedding.openai.model or None,
+            api_key_env=embedding.openai.api_key_env,
+            timeout_seconds=embedding.openai.timeout_seconds,
+        )
 
     def get_embedder(self) -> Embedder:
         if self.provider == "local":

@@ -37,7 +37,7 @@ DEFINITIONS = dg.Definitions(
     ],
     asset_checks=[
         extraction_assets.live_facts_reference_entities, graph_assets.graph_embeddings_have_configured_width,
-        graph_assets.community_coverage, graph_assets.raptor_root_count,
+        graph_assets.community_coverage,
     ],
     jobs=[jobs.ingest_documents, refresh_graph],
     resources={

@@ -11,7 +11,8 @@ import dagster as dg
 import pytest
 
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS
-from pipelines.defs.write.session_assets import session_items
+from pipelines.defs.write import document_assets, extraction_assets
+from pipelines.defs.write.session_assets import hourly_session_promotion, promote_session, session_items
 from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.errors import InputError
@@ -20,6 +21,30 @@ from pipelines.write.session.session import load_session_items, read_session_ite
 
 OLD = {"id": "wm-old", "text": "Tomasz Wielgus moved the Heron review to Friday 2025-07-11.",
        "created_at": "2025-07-01T08:15:00Z", "scopes": ["team-a"]}
+
+
+PROMOTION = dg.Definitions(
+    assets=[
+        document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings,
+        document_assets.bm25_index, extraction_assets.entities_and_facts, session_items,
+    ],
+    jobs=[promote_session],
+    resources={"database": DatabaseResource(), "embedder": EmbedderResource(), "extractor": ExtractorResource()},
+)
+
+
+def promotion_tick(instance: dg.DagsterInstance, resources: dict) -> dg.ExecuteInProcessResult | dg.SkipReason:
+    """One tick of the promotion sensor and, as the daemon would, the run it requests."""
+    with dg.build_sensor_context(instance=instance, resources=resources) as context:
+        tick = hourly_session_promotion(context)
+    if isinstance(tick, dg.SkipReason):
+        return tick
+    for request in tick.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    (run,) = tick.run_requests
+    return PROMOTION.resolve_job_def(promote_session.name).execute_in_process(
+        instance=instance, tags=run.tags, run_config=run.run_config, resources=resources
+    )
 
 
 def write_items(path: Path, records: list[dict]) -> Path:
@@ -46,7 +71,9 @@ def test_promotion_moves_an_old_item_to_a_document_and_leaves_a_young_one(
         "embedder": embedder,
         "extractor": ExtractorResource(provider="rules"),
     }
-    first = dg.materialize([session_items], resources=resources, instance=instance)
+    first = promotion_tick(instance, resources)
+    assert first.success
+    assert isinstance(promotion_tick(instance, resources), dg.SkipReason)
     second = dg.materialize([session_items], resources=resources, instance=instance)
 
     with Database(url) as database, database.connection() as connection:

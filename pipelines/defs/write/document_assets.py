@@ -2,13 +2,13 @@
 
 Partitioned by source file (`document_partitions`), with a single-run backfill policy: a backfill
 over thousands of partitions is one run whose steps process every partition key in batches. Tunables
-are run config whose defaults come from lanes.yaml, so the launchpad shows the values in force.
+are run config whose defaults come from lanes.yaml when the run starts (`run_config.py`).
 """
 
 import dagster as dg
 
-from pipelines.config import load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.run_config import lanes_yaml_default
 from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
@@ -18,7 +18,6 @@ from pipelines.write.documents.chunks import materialize_chunks
 from pipelines.write.documents.documents import materialize_documents
 from pipelines.write.documents.embeddings import embedding_health, materialize_embeddings
 
-SETTINGS = load_config().pipeline
 MAX_LOGGED_PROBLEMS = 20
 PER_DOCUMENT = {
     "partitions_def": document_partitions,
@@ -29,18 +28,18 @@ PER_DOCUMENT = {
 
 
 class DocumentsConfig(dg.Config):
-    max_bytes: int = SETTINGS.documents.max_bytes
-    batch_size: int = SETTINGS.documents.batch_size
+    max_bytes: int = lanes_yaml_default(lambda pipeline: pipeline.documents.max_bytes)
+    batch_size: int = lanes_yaml_default(lambda pipeline: pipeline.documents.batch_size)
 
 
 class ChunksConfig(dg.Config):
-    max_tokens: int = SETTINGS.chunking.max_tokens
-    overlap_tokens: int = SETTINGS.chunking.overlap_tokens
-    batch_size: int = SETTINGS.documents.batch_size
+    max_tokens: int = lanes_yaml_default(lambda pipeline: pipeline.chunking.max_tokens)
+    overlap_tokens: int = lanes_yaml_default(lambda pipeline: pipeline.chunking.overlap_tokens)
+    batch_size: int = lanes_yaml_default(lambda pipeline: pipeline.documents.batch_size)
 
 
 class BatchConfig(dg.Config):
-    batch_size: int = SETTINGS.documents.batch_size
+    batch_size: int = lanes_yaml_default(lambda pipeline: pipeline.documents.batch_size)
 
 
 @dg.asset(

@@ -1,13 +1,14 @@
 """The graph-wide assets (group "graph"): entity graph, communities, entity profiles, RAPTOR levels.
 
 Unpartitioned: each recomputes from the tables the per-document assets keep up to date. Tunables
-are run config whose defaults come from lanes.yaml, so the UI's launchpad shows the values in force.
+are run config whose defaults come from lanes.yaml when the run starts (`run_config.py`).
 """
 
 import dagster as dg
 
-from pipelines.config import CommunitySettings, RaptorSettings, load_config
+from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.run_config import lanes_yaml_default
 from pipelines.orchestration.groups import GRAPH_GROUP
 from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
@@ -17,7 +18,6 @@ from pipelines.write.graph.graph_store import build_communities, build_profiles,
 from pipelines.write.plots import sizes_per_level_chart
 from pipelines.write.report import StepReport, markdown_table
 
-SETTINGS = load_config().pipeline
 # Share of related entities (joined to another by a live fact) that must belong to a community;
 # only a vertex that Leiden leaves alone in its own part is missing.
 COMMUNITY_COVERAGE_THRESHOLD = 0.95
@@ -61,10 +61,10 @@ def entity_graph(context: dg.AssetExecutionContext, database: DatabaseResource, 
 
 
 class CommunitiesConfig(dg.Config):
-    max_size: int = SETTINGS.communities.max_size
-    resolution: float = SETTINGS.communities.resolution
-    max_levels: int = SETTINGS.communities.max_levels
-    seed: int = SETTINGS.communities.seed
+    max_size: int = lanes_yaml_default(lambda pipeline: pipeline.communities.max_size)
+    resolution: float = lanes_yaml_default(lambda pipeline: pipeline.communities.resolution)
+    max_levels: int = lanes_yaml_default(lambda pipeline: pipeline.communities.max_levels)
+    seed: int = lanes_yaml_default(lambda pipeline: pipeline.communities.seed)
 
 
 @dg.asset(
@@ -103,7 +103,7 @@ def communities(
 
 
 class ProfilesConfig(dg.Config):
-    min_degree: int = SETTINGS.profiles.min_degree
+    min_degree: int = lanes_yaml_default(lambda pipeline: pipeline.profiles.min_degree)
 
 
 @dg.asset(
@@ -133,18 +133,24 @@ def entity_profiles(
 
 
 class RaptorConfig(dg.Config):
-    max_levels: int = SETTINGS.raptor.max_levels
-    root_count: int = SETTINGS.raptor.root_count
-    reduced_dimensions: int = SETTINGS.raptor.reduced_dimensions
-    max_clusters: int = SETTINGS.raptor.max_clusters
-    covariance: str = SETTINGS.raptor.covariance
-    seed: int = SETTINGS.raptor.seed
+    max_levels: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.max_levels)
+    root_count: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.root_count)
+    reduced_dimensions: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.reduced_dimensions)
+    max_clusters: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.max_clusters)
+    covariance: str = lanes_yaml_default(lambda pipeline: pipeline.raptor.covariance)
+    seed: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.seed)
 
 
 @dg.asset(
     group_name=GRAPH_GROUP,
     deps=["chunk_embeddings"],
     kinds={"postgres", "sklearn"},
+    # Checked inside the asset, so the check holds the tree to the root_count it was built with.
+    check_specs=[dg.AssetCheckSpec(
+        "raptor_root_count",
+        asset="raptor_levels",
+        description="The top level of each scope set's RAPTOR tree has between 1 and root_count nodes.",
+    )],
     description=(
         "RAPTOR tree over the chunk embeddings: Gaussian-mixture clusters (BIC-chosen count, PCA-reduced), "
         "summarised and embedded level by level up to a few roots; replaced atomically."
@@ -175,20 +181,32 @@ def raptor_levels(
             "RAPTOR nodes per level", {level: [count] for level, count in built.nodes_per_level.items()}, "nodes"
         ),
     })
-    return dg.MaterializeResult(metadata=dagster_metadata(values))
+    return dg.MaterializeResult(metadata=dagster_metadata(values), check_results=[_root_count(database, config.root_count)])
+
+
+def _root_count(database: DatabaseResource, limit: int) -> dg.AssetCheckResult:
+    with database.connection() as connection:
+        leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()
+    passed = (roots == 0) if leaves == 0 else 1 <= roots <= limit
+    return dg.AssetCheckResult(
+        check_name="raptor_root_count", passed=passed, metadata={"roots": roots, "root_count": limit, "leaves": leaves}
+    )
 
 
 @dg.asset_check(
     asset=entity_graph,
     description="Every believed fact and every entity in a live fact has an embedding of the configured width.",
 )
-def graph_embeddings_have_configured_width(database: DatabaseResource) -> dg.AssetCheckResult:
+def graph_embeddings_have_configured_width(
+    database: DatabaseResource, embedder: EmbedderResource
+) -> dg.AssetCheckResult:
+    # The width the asset embedded with: its embedder resource's.
     with database.connection() as connection:
-        missing = connection.execute(q.EMBEDDINGS_OF_OTHER_WIDTH, {"dimension": SETTINGS.embedding.dimension}).fetchone()
+        missing = connection.execute(q.EMBEDDINGS_OF_OTHER_WIDTH, {"dimension": embedder.dimension}).fetchone()
     facts, entities = missing
     return dg.AssetCheckResult(
         passed=facts == 0 and entities == 0,
-        metadata={"facts_without": facts, "entities_without": entities, "dimension": SETTINGS.embedding.dimension},
+        metadata={"facts_without": facts, "entities_without": entities, "dimension": embedder.dimension},
     )
 
 
@@ -202,12 +220,3 @@ def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
         metadata={"related_entities": related, "covered_entities": covered, "coverage": round(share, 3),
                   "threshold": COMMUNITY_COVERAGE_THRESHOLD},
     )
-
-
-@dg.asset_check(asset=raptor_levels, description="The top level of each scope set's RAPTOR tree has between 1 and root_count nodes.")
-def raptor_root_count(database: DatabaseResource) -> dg.AssetCheckResult:
-    with database.connection() as connection:
-        leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()
-    limit = SETTINGS.raptor.root_count
-    passed = (roots == 0) if leaves == 0 else 1 <= roots <= limit
-    return dg.AssetCheckResult(passed=passed, metadata={"roots": roots, "root_count": limit, "leaves": leaves})

@@ -1,63 +1,42 @@
-"""session_items: working-memory items old enough become documents; checked hourly by a schedule."""
+"""Working memory promoted to documents, hourly, through a run like any other document's.
+
+The `hourly_session_promotion` sensor writes the items older than promote_after_hours as sources
+(`<data dir>/session/`) and, like the inbox sensor, requests one run over the new ones; that run
+carries them through the per-document assets (their run config and checks) and ends with
+`session_items`, which marks the items whose documents landed as promoted.
+"""
 
 import dagster as dg
 
 from pipelines.config import load_config
 from pipelines.defs.write.graph_metadata import dagster_metadata
-from pipelines.orchestration.groups import SESSION_GROUP
-from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS
+from pipelines.defs.write.inbox import request_pending_sources
+from pipelines.defs.write.run_config import lanes_yaml_default
+from pipelines.orchestration.groups import PER_DOCUMENT_GROUP, SESSION_GROUP
 from pipelines.resources.database import DatabaseResource
-from pipelines.resources.embedder import EmbedderResource
-from pipelines.write.extraction.extractor import ExtractorResource
-from pipelines.write.session import session_sql as q
 from pipelines.write.report import StepReport
-from pipelines.write.session.session import promote_session_items
+from pipelines.write.session import session_sql as q
+from pipelines.write.session.session import mark_promoted, write_due_items
 
-SETTINGS = load_config().pipeline
+SESSION_INTERVAL_SECONDS = 3600
 
 
 class PromotionConfig(dg.Config):
-    promote_after_hours: float = SETTINGS.session.promote_after_hours
+    promote_after_hours: float = lanes_yaml_default(lambda pipeline: pipeline.session.promote_after_hours)
 
 
 @dg.asset(
     group_name=SESSION_GROUP,
+    deps=["entities_and_facts"],
     kinds={"postgres"},
     description=(
-        "Promotes unpromoted session items older than promote_after_hours to documents "
-        "(`session:<item id>`), carried through chunks, embeddings, BM25 and extraction, then marks "
-        "them promoted so the working_memory lane stops returning them."
+        "Marks the session items older than promote_after_hours whose documents (`session:<item id>`) "
+        "have landed as promoted, so the working_memory lane stops returning them."
     ),
 )
-def session_items(
-    context: dg.AssetExecutionContext,
-    config: PromotionConfig,
-    database: DatabaseResource,
-    embedder: EmbedderResource,
-    extractor: ExtractorResource,
-) -> dg.MaterializeResult:
+def session_items(config: PromotionConfig, database: DatabaseResource) -> dg.MaterializeResult:
     step = StepReport(unit="items", preview_columns=("promoted item",))
-    promotion = promote_session_items(
-        database.get_database(),
-        older_than_hours=config.promote_after_hours,
-        settings=SETTINGS,
-        embedder=embedder.get_embedder(),
-        extractor=extractor.get_extractor(),
-        log=context.log.info,
-    )
-    known = set(context.instance.get_dynamic_partitions(DOCUMENT_PARTITIONS))
-    new = [key for key in promotion.partition_keys if key not in known]
-    if new:
-        context.instance.add_dynamic_partitions(DOCUMENT_PARTITIONS, new)
-    # The per-document steps ran here for the new sources; record them against their partitions
-    # so the UI (and the runner) see those partitions as materialized.
-    counts = {name: report.counts() for name, report in promotion.steps.items()}
-    counts["entities_and_facts"] = {"inserted": promotion.extraction.total("facts_inserted")}
-    for asset_name, asset_counts in counts.items():
-        for key in promotion.partition_keys:
-            context.log_event(dg.AssetMaterialization(
-                asset_key=asset_name, partition=key, metadata={"promoted_by": "session_items", **asset_counts}
-            ))
+    promotion = mark_promoted(database.get_database(), older_than_hours=config.promote_after_hours)
     with database.connection() as connection:
         unpromoted, promoted = connection.execute(q.SESSION_ITEM_COUNTS).fetchone()
     step.inserted = step.processed = len(promotion.promoted)
@@ -71,14 +50,22 @@ def session_items(
 
 promote_session = dg.define_asset_job(
     "promote_session_items",
-    selection=dg.AssetSelection.assets(session_items),
-    description="Promote old working-memory items to documents.",
+    selection=dg.AssetSelection.groups(PER_DOCUMENT_GROUP) | dg.AssetSelection.assets(session_items),
+    description="The promoted items' sources through the per-document assets, then the items marked promoted.",
 )
 
-hourly_session_promotion = dg.ScheduleDefinition(
-    name="hourly_session_promotion",
+
+@dg.sensor(
     job=promote_session,
-    cron_schedule="15 * * * *",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Every hour: session items past promote_after_hours become documents.",
+    minimum_interval_seconds=SESSION_INTERVAL_SECONDS,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every hour: session items past promote_after_hours written as sources, one run requested over them.",
 )
+def hourly_session_promotion(
+    context: dg.SensorEvaluationContext, database: DatabaseResource
+) -> dg.SensorResult | dg.SkipReason:
+    hours = load_config().pipeline.session.promote_after_hours
+    folder = write_due_items(database.get_database(), older_than_hours=hours)
+    # The run marks items by the same age the sources were written by.
+    run_config = {"ops": {"session_items": {"config": {"promote_after_hours": hours}}}}
+    return request_pending_sources(context, database, folder, run_config)

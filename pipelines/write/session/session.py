@@ -3,9 +3,9 @@
 `load_session_items(path, ...)` reads a JSONL file (`id, text, created_at, scopes` per line) into
 `session_item` with embeddings; the working_memory lane finds unpromoted items by vector. An item
 older than `promote_after_hours` is promoted: written as a one-line JSONL source
-(`<data dir>/session/…`, document id `session:<item id>`), registered like any source and carried
-through the per-document steps (documents, chunks, embeddings, BM25, extraction), then marked
-`promoted_at` so the lane stops returning it: from then on the document lanes find it.
+(`<data dir>/session/…`, document id `session:<item id>`) that one run carries through the
+per-document assets like any other source (the `hourly_session_promotion` sensor requests it), then
+marked `promoted_at` so the lane stops returning it: from then on the document lanes find it.
 """
 
 from __future__ import annotations
@@ -13,27 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pydantic
 
-from pipelines.config import PipelineSettings, data_dir
+from pipelines.config import data_dir
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder
 from pipelines.errors import InputError
-from pipelines.write.extraction.extractor import Extractor
 from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.session import session_sql as q
-from pipelines.write.documents.bm25 import index_partitions
-from pipelines.write.documents.chunks import materialize_chunks
-from pipelines.write.documents.documents import materialize_documents
-from pipelines.write.documents.embeddings import materialize_embeddings
-from pipelines.write.extraction.extraction import ExtractionReport, extract_documents
-from pipelines.write.documents.registry import partition_document_ids, register_path
-from pipelines.write.report import StepReport
 
 DOCUMENT_PREFIX = "session:"
 _UNSAFE_FILE_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -136,7 +128,6 @@ def source_file_name(item_id: str) -> str:
 
 
 def write_session_source(folder: Path, item_id: str, text: str, created_at: datetime, scopes: Sequence[str]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / source_file_name(item_id)
     record = {
         "id": DOCUMENT_PREFIX + item_id,
@@ -153,56 +144,27 @@ def write_session_source(folder: Path, item_id: str, text: str, created_at: date
 class Promotion:
     promoted: list[str] = field(default_factory=list)
     young: int = 0
-    partition_keys: list[str] = field(default_factory=list)
-    steps: dict[str, StepReport] = field(default_factory=dict)
-    extraction: ExtractionReport = field(default_factory=ExtractionReport)
 
 
-def promote_session_items(
-    database: Database,
-    *,
-    older_than_hours: float,
-    settings: PipelineSettings,
-    embedder: Embedder,
-    extractor: Extractor,
-    folder: Path | None = None,
-    log: Callable[[str], None] = lambda message: None,
-) -> Promotion:
-    """Promote every unpromoted item older than the threshold; see the module docstring."""
+def write_due_items(database: Database, *, older_than_hours: float, folder: Path | None = None) -> Path:
+    """Write every unpromoted item older than the threshold as a source file of `folder` (the
+    session sources folder by default), which is returned for registering like any other source."""
     folder = folder or session_sources_dir()
-    promotion = Promotion()
+    folder.mkdir(parents=True, exist_ok=True)
     with database.connection() as connection:
         due = connection.execute(q.DUE_ITEMS, {"hours": older_than_hours}).fetchall()
-        promotion.young = connection.execute(q.YOUNG_ITEM_COUNT, {"hours": older_than_hours}).fetchone()[0]
-    if not due:
-        return promotion
-    written = {write_session_source(folder, *item).name: item[0] for item in due}
+    for item in due:
+        write_session_source(folder, *item)
+    return folder
+
+
+def mark_promoted(database: Database, *, older_than_hours: float) -> Promotion:
+    """Mark the due items whose documents have landed as promoted, so the working_memory lane stops
+    returning them; an item whose document failed stays in working memory."""
     with database.connection() as connection:
-        registration = register_path(connection, folder, settings.documents.max_bytes)
-    keys = [key for key in registration.keys if key.rsplit("/", 1)[-1] in written]
-    promotion.partition_keys = keys
-    log(f"promoting {len(due)} session items as {len(keys)} sources")
-    documents = settings.documents
-    promotion.steps["documents"] = materialize_documents(
-        database, keys, max_bytes=documents.max_bytes, batch_size=documents.batch_size, log=log
-    )
-    promotion.steps["chunks"] = materialize_chunks(
-        database, keys, max_tokens=settings.chunking.max_tokens, overlap_tokens=settings.chunking.overlap_tokens,
-        batch_size=documents.batch_size, log=log,
-    )
-    promotion.steps["chunk_embeddings"] = materialize_embeddings(
-        database, keys, embedder, batch_size=documents.batch_size, log=log
-    )
-    promotion.steps["bm25_index"] = index_partitions(database, keys, batch_size=documents.batch_size, log=log)
-    with database.connection() as connection:
-        document_ids = partition_document_ids(connection, keys)
-    promotion.extraction = extract_documents(
-        database, extractor, document_ids, settings.extraction.merge_similarity, progress=log
-    )
-    with database.connection() as connection:
-        promotion.promoted = [
-            item_id for (item_id,) in connection.execute(
-                q.MARK_PROMOTED, {"ids": list(written.values()), "prefix": DOCUMENT_PREFIX}
-            )
+        due = [item_id for item_id, *_ in connection.execute(q.DUE_ITEMS, {"hours": older_than_hours})]
+        young = connection.execute(q.YOUNG_ITEM_COUNT, {"hours": older_than_hours}).fetchone()[0]
+        promoted = [
+            item_id for (item_id,) in connection.execute(q.MARK_PROMOTED, {"ids": due, "prefix": DOCUMENT_PREFIX})
         ]
-    return promotion
+    return Promotion(promoted=promoted, young=young)
