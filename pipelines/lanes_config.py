@@ -120,19 +120,20 @@ def template_path(template: str) -> Path:
 
 
 class Plan(StrictModel):
-    """Which lanes and parts the statement has: every field here is part of its shape."""
+    """Which lanes and parts the statement has: every field here is part of its shape. The defaults
+    are lanes.yaml's: what did not earn its place in the evaluation is off."""
 
     order: list[str] = Field(
         default_factory=lambda: list(STANDARD_LANES),
         min_length=1,
         description="Lane names, highest priority first; every lane under `lanes` exactly once.",
     )
-    profiles: bool = Field(default=True, description="Include lanes of kind profile.")
-    communities: bool = Field(default=True, description="Include lanes of kind communities.")
-    raptor: bool = Field(default=True, description="Include lanes of kind overview (RAPTOR roots).")
-    neighbors: bool = Field(default=True, description="The facts lane adds one-hop neighbors of its dense seeds.")
-    hops: int = Field(default=2, ge=0, le=8, description="Hops of the facts lane's mass walk; 0 leaves the walk out.")
-    fuzzy_mentions: bool = Field(default=True, description="Find named entities by trigram similarity as well as exactly.")
+    profiles: bool = Field(default=False, description="Include lanes of kind profile.")
+    communities: bool = Field(default=False, description="Include lanes of kind communities.")
+    raptor: bool = Field(default=False, description="Include lanes of kind overview (RAPTOR roots).")
+    neighbors: bool = Field(default=False, description="The facts lane adds one-hop neighbors of its dense seeds.")
+    hops: int = Field(default=0, ge=0, le=8, description="Hops of the facts lane's mass walk; 0 leaves the walk out.")
+    fuzzy_mentions: bool = Field(default=False, description="Find named entities by trigram similarity as well as exactly.")
     bridges: bool = Field(
         default=True,
         description="The sources lane adds a second hop: chunks titled with or naming the entities its best chunks name.",
@@ -184,7 +185,7 @@ class Lane(StrictModel):
 STANDARD_LANES: dict[str, Lane] = {
     name: Lane.model_construct(kind=kind, template=template, limit=limit, settings=Settings())
     for name, kind, template, limit in (
-        ("sources", "sources", "sources", "k"),
+        ("sources", "sources", "sources", "k + k"),
         ("facts", "facts", "facts", "k * fact_candidate_factor"),
         ("entity_catalog", "sources", "entity_catalog.sql", "k"),
         ("working_memory", "working_memory", "working_memory.sql", "session_find_k"),

@@ -58,7 +58,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--arms",
         nargs="+",
         metavar="ARM",
-        help="arms to run (default: all): bm25 dense sources find find-minus-<lane|part> (commas also separate)",
+        help="arms to run (default: all): bm25 dense ppr sources find find-minus-<lane|part> (commas also separate)",
     )
     parser.add_argument("--k", type=_cutoffs, default=DEFAULT_CUTOFFS, metavar="K,K,...", help="Recall@k cutoffs (default 2,5,10)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the report as JSON to OUT")

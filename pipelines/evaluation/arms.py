@@ -4,6 +4,8 @@
   compiled from the very templates the find statement uses, so a baseline can never drift from the
   ranking inside find.
 - `sources`: the find statement with the sources lane only (hybrid reciprocal rank fusion).
+- `ppr`: personalized PageRank over the entity graph, run exactly in Python (`ppr.py`): the graph
+  reference the find statement's bounded rankings are measured against.
 - `find`: the full find statement as lanes.yaml configures it.
 - `find-minus-<lane>` / `find-minus-<part>`: the full statement with one lane, or one part of the
   facts lane (neighbors, walk, fuzzy_mentions) or of the sources lane (bridges), taken out of the
@@ -41,11 +43,13 @@ PART_ABLATIONS: dict[str, tuple[str, dict[str, object]]] = {
 }
 # The sources lane's rankings, and how fuse.sql reads each: (column, best first when descending).
 RANKING_ORDER: dict[str, tuple[str, bool]] = {"bm25": ("score", True), "dense": ("rank", False)}
+PPR_ARM = "ppr"
 
 
 @dataclass(frozen=True)
 class Arm:
-    """One way of answering: the full find statement under `config`, or one sources-lane `ranking` alone."""
+    """One way of answering: the full find statement under `config`, or one `ranking` alone (a
+    sources-lane ranking, or the exact PageRank reference)."""
 
     name: str
     config: LanegraphConfig
@@ -116,7 +120,7 @@ def lanes_file_arm(path: Path, base: LanegraphConfig) -> Arm:
 def standard_arms(config: LanegraphConfig) -> list[Arm]:
     sources = sources_lane(config)
     return [
-        *(Arm(name, config, ranking=name) for name in RANKING_ORDER),
+        *(Arm(name, config, ranking=name) for name in (*RANKING_ORDER, PPR_ARM)),
         Arm("sources", _only_lanes(config, [sources])),
         Arm("find", config),
         *ablation_arms(config),

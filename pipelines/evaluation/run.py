@@ -17,11 +17,12 @@ import dagster as dg
 import numpy as np
 
 from pipelines.config import default_config_path, load_config
-from pipelines.evaluation.arms import Arm, choose_arms, ranking_statement
+from pipelines.evaluation.arms import PPR_ARM, Arm, choose_arms, ranking_statement
 from pipelines.evaluation.build import ensure_built
 from pipelines.evaluation.dataset import Question, Split, load_dataset
 from pipelines.evaluation.metrics import ranking_depth
 from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_chunk_documents, passage_ranking
+from pipelines.evaluation.ppr import load_entity_graph, ppr_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
 from pipelines.read.find import estimate_tokens, find, find_transaction, pack
@@ -105,6 +106,20 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retr
     return retrieve
 
 
+def _ppr_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retriever:
+    # The graph is read once per arm; the walk itself is what each question's latency measures.
+    with database.connection() as connection:
+        graph = load_entity_graph(connection, arm.config.settings.bridge_fanout)
+
+    def retrieve(question: str) -> Retrieved:
+        vector = embedder.embed([question])[0]
+        with find_transaction(database, arm.config) as connection:
+            chunk_ids = ppr_ranking(connection, graph, question, vector)
+        return Retrieved([(None, chunk_id) for chunk_id in chunk_ids], None)
+
+    return retrieve
+
+
 def _prompt(database: Database, arm: Arm, retrieved: Retrieved) -> str:
     """The evidence text a prompt of the arm's token budget would hold."""
     lines = retrieved.lines
@@ -124,11 +139,12 @@ def run_arm(
     chunk_documents: dict[str, str],
     depth: int,
 ) -> ArmOutcome:
-    retrieve = (
-        _ranking_retriever(database, arm, embedder)
-        if arm.ranking
-        else _find_retriever(database, arm, embedder, depth)
-    )
+    if arm.ranking == PPR_ARM:
+        retrieve = _ppr_retriever(database, arm, embedder)
+    elif arm.ranking:
+        retrieve = _ranking_retriever(database, arm, embedder)
+    else:
+        retrieve = _find_retriever(database, arm, embedder, depth)
     # One untimed call compiles and prepares the statement, so latency measures answering only.
     retrieve(questions[0].text)
     rankings: dict[str, list[str]] = {}

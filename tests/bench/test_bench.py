@@ -18,6 +18,7 @@ from pipelines.cli import main
 from pipelines.config import load_config
 from tests import REPOSITORY
 from pipelines.resources.database import connect
+from tests.plans import every_lane_on
 
 POSITIVE_KEYS = (
     "find_p50_ms", "find_p95_ms", "floor_p50_ms", "floor_p95_ms", "find_vs_floor", "roundtrips_p50_ms",
@@ -29,7 +30,7 @@ LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "com
 
 def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: Path) -> None:
     prefix = f"t{uuid.uuid4().hex[:8]}_"
-    config = load_config(REPOSITORY / "lanes.yaml")
+    config = every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
     without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
     options = BenchOptions(
         sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix,

@@ -14,15 +14,16 @@ from pipelines.evaluation.answers import answer_found, scorable_answers
 from pipelines.evaluation.demo_dataset import demo_dataset
 from pipelines.evaluation.dataset import parse_dataset
 from pipelines.errors import InputError
+from tests.plans import every_lane_on
 
 LANES = REPOSITORY / "lanes.yaml"
 
 
 def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
-    config = load_config(LANES)
+    config = every_lane_on(load_config(LANES))
     arms = {arm.name: arm for arm in choose_arms(config, None, [])}
     lanes = [name for name in config.plan.order if config.plan.includes(config.lanes[name].kind)]
-    assert list(arms)[:4] == ["bm25", "dense", "sources", "find"]
+    assert list(arms)[:5] == ["bm25", "dense", "ppr", "sources", "find"]
     assert arms["sources"].config.plan.order == ["sources"]
     assert arms["find"].config == config
     for lane in lanes:
@@ -37,7 +38,7 @@ def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
 def test_selected_arms_keep_their_order_and_unknown_ones_are_refused() -> None:
     config = load_config(LANES)
     assert [arm.name for arm in choose_arms(config, ["find", "dense"], [])] == ["find", "dense"]
-    with pytest.raises(InputError, match=r"^unknown arm 'bm52'; arms are: bm25, dense, sources, find, "):
+    with pytest.raises(InputError, match=r"^unknown arm 'bm52'; arms are: bm25, dense, ppr, sources, find, "):
         choose_arms(config, ["bm52"], [])
 
 

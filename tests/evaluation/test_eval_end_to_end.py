@@ -27,7 +27,7 @@ from tests.evaluation.toy_dataset import DEV_QUESTIONS, write_toy_dataset
 pytestmark = pytest.mark.slow
 
 METRICS = {"recall@2", "recall@5", "recall@10", "ndcg@10", "mrr", "answer@budget", "p50_ms", "p95_ms"}
-STANDARD_ARMS = {"bm25", "dense", "sources", "find"}
+STANDARD_ARMS = {"bm25", "dense", "ppr", "sources", "find"}
 DATASET = "toy_eval"
 
 

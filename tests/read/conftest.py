@@ -13,6 +13,7 @@ import pytest
 from pipelines.config import LanegraphConfig, load_config
 from tests import REPOSITORY
 from pipelines.resources.database import Database
+from tests.plans import every_lane_on
 from tests.read.planting import Planter
 
 UNRELATED = "Bananas ripen slowly in a paper bag on the kitchen counter."
@@ -26,7 +27,7 @@ KINDS = {
 
 @pytest.fixture(scope="session")
 def config() -> LanegraphConfig:
-    return load_config(REPOSITORY / "lanes.yaml")
+    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture(scope="module")

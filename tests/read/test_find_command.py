@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 
 from pipelines.cli import main
 from pipelines.read.compiler import compile_find
 from pipelines.read.execute import explain_statement
+from tests import REPOSITORY
 from pipelines.read.explain import explain_find
 from pipelines.read.find import find_settings, find_transaction, settings_in_force
 from pipelines.lanes_config import ANN_WINDOW
 from tests.read.planting import EMBEDDER
 
 
-def test_find_prints_evidence_as_json(world, monkeypatch, capsys):
+def test_find_prints_evidence_as_json(world, monkeypatch, capsys, tmp_path):
+    # The two-hop fact comes from the walk, which the shipped settings leave off.
+    walking = tmp_path / "lanes.yaml"
+    walking.write_text(re.sub(r"(?m)^  hops: 0\b", "  hops: 2", (REPOSITORY / "lanes.yaml").read_text()))
+    monkeypatch.setenv("LANEGRAPH_CONFIG", str(walking))
     monkeypatch.setenv("DATABASE_URL", world.url)
     assert main(["find", "Who does Zorblax work with?", "--json", "--trace", "--budget", "500"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -29,7 +29,7 @@ def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped
         ("  fusion_depth: 40", "  fusion_dept: 40", "settings.fusion_dept: unknown key"),
         ("  fusion_depth: 40", "  fusion_depth: 400", "settings.fusion_depth: Input should be less than or equal to 100"),
         ("  rrf_k: 60", "  rrf_k: 60\n  k: 3", "duplicate key 'settings.k'"),
-        ("  hops: 2 ", "  hops: two ", "plan.hops: Input should be a valid integer"),
+        ("  hops: 0 ", "  hops: two ", "plan.hops: Input should be a valid integer"),
         ("      find_max_distance: 0.9", "      find_max_distanse: 0.9", "lanes.overview.settings.find_max_distanse: unknown key"),
         ("limit: k * fact_candidate_factor", "limit: k * 3", "lanes.facts.limit: limit expression 'k * 3' may only combine setting names"),
         ("limit: k * fact_candidate_factor", "limit: k * fact_factor", "lanes.facts.limit: unknown setting 'fact_factor'"),

@@ -37,6 +37,7 @@ from pipelines.read.cacheability import generic_plan, plan_nodes
 from pipelines.read.compiler import compile_find
 from pipelines.read.find import find
 from pipelines.resources.database import Database
+from tests.plans import every_lane_on
 from tests.reliability.tenancy import (
     PREDICATES,
     WORDS,
@@ -163,7 +164,7 @@ def test_the_detector_catches_what_the_owner_would_leak(planted: PlantedDatabase
 
 def test_find_returns_nothing_outside_the_callers_scopes(planted: PlantedDatabase) -> None:
     count = LeakCount()
-    config = load_config()
+    config = every_lane_on(load_config())
     lanes_with_rows: set[str] = set()
     for _ in range(CALLERS):
         caller = random_caller(planted.rng, planted.world)
@@ -210,7 +211,7 @@ def random_subqueries(rng: np.random.Generator, world: World, question: str) -> 
 def test_every_fusion_primitive_and_the_fused_result(planted: PlantedDatabase) -> None:
     count = LeakCount()
     per_primitive: Counter[str] = Counter()
-    config = load_config()
+    config = every_lane_on(load_config())
     options = FuseOptions(max_results_per_subquery=50, budget_tokens=1_000_000)
 
     def check(caller: frozenset[str], evidence: list[Evidence] | tuple[Evidence, ...], where: str) -> None:
@@ -243,7 +244,7 @@ def test_the_find_statement_keeps_every_vector_index_under_row_security(planted:
     the owner's does. Name lookups are another matter: `lower(name) = ANY(...)`, `aliases && ...`,
     `lower(title) = ...` and trigram `%` are not leakproof, so PostgreSQL evaluates them only after
     the policy and cannot drive an index with them; they are reported, not asserted."""
-    statement = compile_find(load_config())
+    statement = compile_find(every_lane_on(load_config()))
 
     def indexes(scopes: list[str] | None) -> set[str]:
         with planted.database.connection(scopes) as connection:

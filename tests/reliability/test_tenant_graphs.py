@@ -26,6 +26,7 @@ from pipelines.config import load_config
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.orchestration.runner import ingest
+from tests.plans import every_lane_on
 from tests.reliability.tenancy import HashedEmbedder
 from tests.reliability.write_worker import definitions
 
@@ -151,7 +152,7 @@ def test_a_single_tenant_reads_profiles_communities_and_overviews_of_its_own_doc
                 assert tenants.foreign_tokens(caller, [text])[1] == [], (table, row_id, text)
     result = find(
         tenants.database, "Who leads Project Heron, and what does Mara Okafor manage?",
-        config=load_config(), embedder=HashedEmbedder(load_config().pipeline.embedding.dimension), scopes=[tenant],
+        config=every_lane_on(load_config()), embedder=HashedEmbedder(load_config().pipeline.embedding.dimension), scopes=[tenant],
     )
     lanes = {candidate.lane for candidate in result.candidates}
     assert {"profile", "communities", "overview"} <= lanes, lanes
@@ -178,7 +179,7 @@ def random_caller(rng: np.random.Generator) -> frozenset[str]:
 
 def test_random_confined_finds_return_nothing_from_unreadable_documents(tenants: TenantCorpus) -> None:
     rng = np.random.default_rng(SEED + 1)
-    config = load_config()
+    config = every_lane_on(load_config())
     embedder = HashedEmbedder(config.pipeline.embedding.dimension)
     tokens = sorted(tenants.token_readers)
     rows = checked = leaked = 0
