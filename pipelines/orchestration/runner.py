@@ -10,24 +10,30 @@ unchanged, skipped, rows, ...) and every asset check's outcome.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+import psycopg
 
 from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
-from pipelines.resources.database import DatabaseResource, open_database
-from pipelines.errors import InputError, LanegraphError
+from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
+from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line_of
 from pipelines.write.documents.registry import Registration, register_path, unfinished_sources
 
 INGEST_JOB = "ingest_documents"
 GRAPH_JOB = "refresh_graph"
 PLAIN_COUNTS = ("inserted", "updated", "deleted", "unchanged", "skipped", "rows")
+RERUN_ADVICE = (
+    "once PostgreSQL is back (`lanegraph db start` for the embedded server), run the same command again: "
+    "it picks up every source whose run did not finish"
+)
 
 
 class WriteRunError(LanegraphError):
@@ -69,10 +75,12 @@ def ingest(
 ) -> WriteReport:
     """Register PATH's sources and materialize everything they affect; see the module docstring."""
     report = WriteReport()
-    with open_database(url=database_url) as database, database.connection() as connection:
-        report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
-        keys = report.registration.keys
-        pending = set(unfinished_sources(connection, keys))
+    with _lost_database_in_one_line(), open_database(url=database_url) as database:
+        resolved_url = database.url
+        with database.connection() as connection:
+            report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
+            keys = report.registration.keys
+            pending = set(unfinished_sources(connection, keys))
     if not keys:
         refused = "; ".join(str(problem) for problem in report.registration.ignored)
         raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
@@ -82,7 +90,7 @@ def ingest(
         dagster.add_dynamic_partitions(DOCUMENT_PARTITIONS, new)
         ordered = [*known, *new]
         pending |= _unmaterialized(dagster, definitions, keys)
-        runner = _Runner(definitions, dagster, database_url, run_config)
+        runner = _Runner(definitions, dagster, database_url, run_config, probe_url=resolved_url)
         if pending:
             report.partitions = [key for key in ordered if key in pending]
             runner.run(INGEST_JOB, report, tags=covering_range_tags(ordered, pending))
@@ -123,6 +131,28 @@ def materialize(
         if unpartitioned:
             runner.run_assets(unpartitioned, report)
     return report
+
+
+@contextmanager
+def _lost_database_in_one_line() -> Iterator[None]:
+    """A database that dies mid-run ends the command with one line: the connection pools' log of
+    every failed reconnect is silenced, and a connection lost outside a Dagster step (registering
+    sources) is reported like one lost inside (`_Runner._raise_if_database_gone`)."""
+    logger = logging.getLogger("psycopg.pool")
+    previous = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    except psycopg.OperationalError as error:
+        raise DatabaseError(f"lost the connection to PostgreSQL ({first_line_of(error)}); {RERUN_ADVICE}") from None
+    finally:
+        logger.setLevel(previous)
+
+
+def _deepest_cause(error: object) -> object:
+    while getattr(error, "cause", None) is not None:
+        error = error.cause  # type: ignore[attr-defined]
+    return error
 
 
 @contextmanager
@@ -181,14 +211,18 @@ class _Runner:
         instance: dg.DagsterInstance,
         database_url: str | None,
         run_config: Mapping[str, object] | None,
+        *,
+        probe_url: str | None = None,
     ) -> None:
         if database_url:
             definitions = _with_database(definitions, database_url)
         self.definitions = definitions
         self.instance = instance
-        # Progress reaches the command line through pipelines.write.progress; the console logger
-        # would print every Dagster event.
-        self.run_config = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}, **(run_config or {})}
+        # Where to look when a run fails; resolving it anew could start an embedded server again.
+        self.probe_url = probe_url or database_url
+        # Progress reaches the command line through pipelines.write.progress and a failure through
+        # the one-line WriteRunError; the console logger would print every event and stack trace.
+        self.run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}, **(run_config or {})}
 
     def run(
         self,
@@ -199,13 +233,14 @@ class _Runner:
         asset_selection: Sequence[dg.AssetKey] | None = None,
     ) -> None:
         job = self.definitions.resolve_job_def(job_name)
-        result = job.execute_in_process(
-            run_config=self._config_for(job),
-            instance=self.instance,
-            tags=tags,
-            asset_selection=asset_selection,
-            raise_on_error=False,
-        )
+        with _lost_database_in_one_line():
+            result = job.execute_in_process(
+                run_config=self._config_for(job),
+                instance=self.instance,
+                tags=tags,
+                asset_selection=asset_selection,
+                raise_on_error=False,
+            )
         self._collect(result, report)
 
     def run_graph(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
@@ -217,12 +252,13 @@ class _Runner:
 
     def run_assets(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
         job = self.definitions.resolve_implicit_global_asset_job_def()
-        result = job.execute_in_process(
-            run_config=self._config_for(job, asset_keys),
-            instance=self.instance,
-            asset_selection=list(asset_keys),
-            raise_on_error=False,
-        )
+        with _lost_database_in_one_line():
+            result = job.execute_in_process(
+                run_config=self._config_for(job, asset_keys),
+                instance=self.instance,
+                asset_selection=list(asset_keys),
+                raise_on_error=False,
+            )
         self._collect(result, report)
 
     def _config_for(self, job: dg.JobDefinition, asset_keys: Sequence[dg.AssetKey] | None = None) -> dict:
@@ -249,9 +285,20 @@ class _Runner:
             report.checks[evaluation.check_name] = evaluation.passed
         if not result.success:
             failures = result.get_step_failure_events()
+            self._raise_if_database_gone(failures[0].step_key if failures else None, failures)
             reason = (
                 f"step {failures[0].step_key} failed: {failures[0].step_failure_data.error.message.strip()}"
                 if failures
                 else "the run failed"
             )
             raise WriteRunError(f"run {result.run_id} of {result.job_def.name}: {reason}")
+
+    def _raise_if_database_gone(self, step: str | None, failures: Sequence[dg.DagsterEvent]) -> None:
+        """A failed run whose database no longer answers failed because of it: say so in one line."""
+        try:
+            connect(self.probe_url or resolve_database_url(), autocommit=True).close()
+        except DatabaseError as unreachable:
+            cause = _deepest_cause(failures[0].step_failure_data.error) if failures else None
+            during = f" during step {step}" if step else ""
+            seen = f" ({first_line_of(Exception(cause.message))})" if cause is not None else ""
+            raise DatabaseError(f"lost the database{during}{seen}; {unreachable}; {RERUN_ADVICE}") from None

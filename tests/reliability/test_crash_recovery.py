@@ -11,16 +11,20 @@ RAPTOR). LANEGRAPH_FAULT_POINTS sets how many points (default 3).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from pipelines.cli import main
 from pipelines.resources.database import prepare_database
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from tests.reliability.write_worker import server_processes
 from tests.reliability.writes import Baseline, Target, WriteWorker, differing_tables, fresh_home
 
 pytestmark = pytest.mark.slow
@@ -74,7 +78,9 @@ def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
     server = EmbeddedPostgres(tmp_path / "own-server")
     server.start()
     yield server
-    server.stop()
+    # A test may leave it killed.
+    if server.status().running:
+        server.stop()
 
 
 def test_killing_the_database_server_mid_run_then_rerun_converges(
@@ -115,3 +121,39 @@ def test_the_tables_do_not_depend_on_the_hash_seed(
     difference = differing_tables(baseline.fingerprints, target.fingerprints())
     print(f"hash seed 0 vs 1: {len(difference)} differing tables {difference}")
     assert difference == {}
+
+
+@pytest.mark.parametrize("statement", ["INSERT INTO document_source", "INSERT INTO document ("])
+def test_a_server_killed_under_ingest_ends_in_one_line_that_says_so(
+    statement: str, corpus: Path, own_server: EmbeddedPostgres, embedding_dimension: int,
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The postmaster dies while sources are registered (outside Dagster) or while the documents
+    step writes (inside it): stderr holds the progress lines and one error line, with no stack
+    trace and no stream of refused reconnects."""
+    url = own_server.database_url("lanegraph")
+    prepare_database(url, embedding_dimension)
+    postmaster = own_server.status().pid
+    monkeypatch.setenv("DATABASE_URL", url)
+    for name in ("execute", "executemany"):
+        original = getattr(psycopg.Cursor, name)
+
+        def killing(self, query, *args, __original=original, **kwargs):  # type: ignore[no-untyped-def]
+            if statement in str(query):
+                for pid in server_processes(postmaster):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            return __original(self, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, name, killing)
+    status = main(["ingest", str(corpus)])
+    stderr = capfd.readouterr().err
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("lanegraph: error:")]
+    print(f"server kill at {statement!r}: exit {status}, {len(lines)} stderr lines, last: {lines[-1][:160]}")
+    assert status == 2 and len(errors) == 1, stderr
+    assert "lost the" in errors[0] and "run the same command again" in errors[0], errors[0]
+    others = [line for line in lines if line not in errors]
+    assert all(re.fullmatch(r"[a-z_0-9]+: \d+/\d+ \w+", line) for line in others), others
