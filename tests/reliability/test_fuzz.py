@@ -20,7 +20,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
@@ -140,7 +140,7 @@ def test_writing_any_jsonl_leaves_a_consistent_database(
         assert list(normalize_row_scopes(scopes)) == scopes
 
 
-LANES = yaml.safe_load((PROJECT_ROOT / "lanes.yaml").read_text())
+LANES = yaml.safe_load((REPOSITORY / "lanes.yaml").read_text())
 YAML_VALUE = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=400),
     st.sampled_from(["'", '"', "k * (", "k +", "((((k))))", "k * fact_candidate_factor", "sources", "../../etc/passwd",
