@@ -16,19 +16,21 @@ from pydantic import Field
 
 from pipelines import lanes_config
 from pipelines.errors import ConfigError
+from pipelines.shipped import DEFAULT_LANES
 from pipelines.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SQL_TEMPLATES = PROJECT_ROOT / "sql_templates"
 
 
 def default_config_path() -> Path:
-    return Path(os.environ.get("LANEGRAPH_CONFIG", PROJECT_ROOT / "lanes.yaml"))
+    """LANEGRAPH_CONFIG, else a lanes.yaml in the working directory, else the shipped default."""
+    if os.environ.get("LANEGRAPH_CONFIG"):
+        return Path(os.environ["LANEGRAPH_CONFIG"])
+    local = Path("lanes.yaml")
+    return local if local.is_file() else DEFAULT_LANES
 
 
 def data_dir() -> Path:
-    """Where the embedded database, the inbox and run artefacts live (LANEGRAPH_DATA_DIR overrides)."""
-    return Path(os.environ.get("LANEGRAPH_DATA_DIR", PROJECT_ROOT / "data")).resolve()
+    """Where the embedded database, the inbox and run artefacts live: `./data`, or LANEGRAPH_DATA_DIR."""
+    return Path(os.environ.get("LANEGRAPH_DATA_DIR", "data")).resolve()
 
 
 class HttpEndpoint(StrictModel):

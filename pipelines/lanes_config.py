@@ -17,9 +17,10 @@ from pydantic import Field
 from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
 from sqlglot import exp
 
+from pipelines.shipped import SQL_TEMPLATES
 from pipelines.strict_yaml import StrictModel
 
-LANE_TEMPLATES = Path(__file__).resolve().parents[1] / "sql_templates" / "lanes"
+LANE_TEMPLATES = SQL_TEMPLATES / "lanes"
 
 LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities", "overview"]
 
@@ -39,7 +40,8 @@ class Settings(StrictModel):
     """Tuning values. Each is bound into the find statement under its own name, so changing one
     never changes the SQL text and takes effect on the next call."""
 
-    k: int = Field(default=8, ge=0, description="Evidence rows the sources lane keeps; the unit of most limits.")
+    # At least 1: the sources and facts lanes' limits are multiples of k, so 0 would silently drop both.
+    k: int = Field(default=8, ge=1, description="Evidence rows the sources lane keeps; the unit of most limits.")
     fusion_depth: int = Field(default=40, ge=1, le=ANN_WINDOW, description="Depth of every ranking before fusion or merging.")
     find_max_distance: float = Field(default=0.75, gt=0, le=2, description="Cosine distance floor of every dense ranking.")
     fact_candidate_factor: int = Field(default=3, ge=0, description="The facts lane keeps k times this many facts.")
@@ -176,7 +178,7 @@ class Lane(StrictModel):
         return frozenset(self.settings.model_fields_set)
 
 
-# The seven lanes of LANES.md in the default priority order that lanes.yaml spells out: source
+# The seven standard lanes in the default priority order that lanes.yaml spells out: source
 # passages first, because facts ranked above them pushed them out of the top of the evidence.
 # Built without validation: the templates are checked when a statement is compiled, and importing
 # the settings models must never depend on files being present.

@@ -37,7 +37,7 @@ class _StrictLoader(yaml.SafeLoader):
         self.key_lines: dict[KeyPath, int] = {}
         self.depth = 0
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+    def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise ConfigError(
@@ -53,7 +53,7 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
-    def construct_document(self, node):  # type: ignore[no-untyped-def]
+    def construct_document(self, node):
         self._record_lines(node, ())
         return super().construct_document(node)
 

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.resources.database import Database, connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 
@@ -56,7 +57,7 @@ def server_url(isolated_data_dir: Path) -> str:
 
 @pytest.fixture(scope="session")
 def embedding_dimension() -> int:
-    return load_config(PROJECT_ROOT / "lanes.yaml").pipeline.embedding.dimension
+    return load_config(REPOSITORY / "lanes.yaml").pipeline.embedding.dimension
 
 
 def schema_url(url: str, schema: str) -> str:

@@ -11,14 +11,16 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 
-ROOT = PROJECT_ROOT / "pipelines"
+ROOT = REPOSITORY / "pipelines"
 
 # Bottom first.
 LAYERS = (
     # Project-wide: errors, strict YAML, the settings file and its models.
     "pipelines.errors",
+    # Where the shipped files (sql_templates/, the default lanes.yaml) are.
+    "pipelines.shipped",
     "pipelines.strict_yaml",
     "pipelines.lanes_config",
     "pipelines.config",

@@ -42,12 +42,13 @@ from pipelines.bench.loader import (
 )
 from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
 from pipelines.bench.timing import Summary, growth_per_decade, interleaved, ratio, rotation
-from pipelines.config import PROJECT_ROOT, LanegraphConfig
+from pipelines.config import LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.read.explain import lane_timings
 from pipelines.read.find import enter_find_settings
 from pipelines.resources.database import Database, prepare_database
+from pipelines.shipped import SHIPPED_ROOT
 
 DEFAULT_CHUNKS = 2_000
 DEFAULT_QUERIES = 100
@@ -516,7 +517,7 @@ def code_version() -> dict[str, object]:
     """The commit that was measured, and how many tracked files differed from it."""
     def git(*arguments: str) -> str:
         return subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), *arguments], capture_output=True, text=True, check=True
+            ["git", "-C", str(SHIPPED_ROOT), *arguments], capture_output=True, text=True, check=True
         ).stdout
 
     try:

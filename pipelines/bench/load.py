@@ -11,6 +11,8 @@ the first R servers of LANEGRAPH_READ_URLS are used.
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import threading
 import time
@@ -126,7 +128,7 @@ def standby_urls(replicas: int, progress: Progress) -> Iterator[list[str]]:
             standby.remove()
 
 
-def _figures(run: Sequence[PhaseRun]) -> dict[str, object]:
+def _figures(run: Sequence[PhaseRun]) -> dict[str, Any]:
     latencies = [ms for phase in run for ms in phase.latencies_ms]
     summary = Summary.of(latencies)
     seconds = sum(phase.seconds for phase in run)

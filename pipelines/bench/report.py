@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-# The targets the issue sets, shown beside the measured figures.
+# The performance targets the product sets itself, shown beside the measured figures.
 TARGETS = {
     "find_vs_floor": ("≤ 2× at 100k chunks", 2.0),
     "single_vs_roundtrips": ("≤ 0.7×", 0.7),

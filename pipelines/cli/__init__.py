@@ -13,8 +13,22 @@ from importlib import import_module
 
 from pipelines.errors import LanegraphError
 
-# Order here is the order of `lanegraph --help`.
-COMMAND_MODULES = ("demo", "db", "ingest", "materialize", "find", "explain", "compile", "check", "eval", "ui", "bench")
+# One module per command, in the order of `lanegraph --help`. The one-line help lives here so
+# that `lanegraph --help` lists every command without importing any (Dagster, torch, ranx: seconds).
+COMMAND_HELP = {
+    "demo": "build every asset on the demo corpus and answer questions",
+    "db": "start, stop, inspect or migrate the database",
+    "ingest": "add a folder (markdown, text, JSONL) or a JSONL file and build everything it affects",
+    "materialize": "run assets by name (default: every write-side asset), with per-asset counts",
+    "find": "answer-ready evidence for a question, from one SQL statement",
+    "explain": "run the find statement under EXPLAIN ANALYZE, time per lane",
+    "compile": "print the find statement lanes.yaml compiles to",
+    "check": "prove the find statement plan-cacheable (six properties) and check the fusion primitives",
+    "eval": "measure retrieval quality per arm (BM25, dense, sources, find, ablations) on a benchmark",
+    "ui": "open the Dagster UI for the Lanegraph assets",
+    "bench": "time find against its index floor and per-lane round trips on synthetic corpora",
+}
+COMMAND_MODULES = tuple(COMMAND_HELP)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,21 +42,28 @@ def build_parser(command_names: Sequence[str] = COMMAND_MODULES) -> argparse.Arg
         description="PostgreSQL-native graph-RAG: build the graph with Dagster, answer with one SQL statement.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for name in command_names:
-        import_module(f"pipelines.cli.{name}").register(commands)
+    for name in COMMAND_MODULES:
+        if name in command_names:
+            import_module(f"pipelines.cli.{name}").register(commands)
+        else:
+            commands.add_parser(name, help=COMMAND_HELP[name])
     return parser
 
 
 def _commands_needed(argv: Sequence[str]) -> Sequence[str]:
-    """Only the named command's module: importing them all (Dagster, torch, ranx) costs seconds."""
+    """Only the named command's module; none for `lanegraph --help` or a mistyped command."""
     first = next((argument for argument in argv if not argument.startswith("-")), None)
-    return (first,) if first in COMMAND_MODULES else COMMAND_MODULES
+    return (first,) if first in COMMAND_MODULES else ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_commands_needed(argv))
-    arguments = parser.parse_args(argv)
+    # Only a command that hands its extra arguments on (db psql) accepts any.
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(arguments, "passes_unknown_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    arguments.unknown_arguments = unknown
     try:
         return int(arguments.handler(arguments) or 0)
     except LanegraphError as error:

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.bench.harness import (
     DEFAULT_CHUNKS,
     DEFAULT_QUERIES,
@@ -41,7 +42,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "bench",
-        help="time find against its index floor and per-lane round trips on synthetic corpora",
+        help=COMMAND_HELP["bench"],
         description="Synthetic corpora are bulk-loaded into their own schema per size (database "
         f"{BENCH_DATABASE} on the embedded server, or DATABASE_URL's database), bypassing the write side.",
     )

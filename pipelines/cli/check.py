@@ -1,4 +1,5 @@
-"""`lanegraph check [--lanes PATH] [--offline]`: prove the find statement plan-cacheable.
+"""`lanegraph check [--lanes PATH] [--offline]`: prove the find statement plan-cacheable, and check
+every fusion primitive template under the same rules.
 
 A template or setting that breaks a rule (a literal LIMIT, a misspelled column, an unknown
 setting) fails compilation with one line naming the lane, file and line (exit 2); a property that
@@ -9,14 +10,16 @@ from __future__ import annotations
 
 import argparse
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.options import add_lanes_option, lanes_config
+from pipelines.fusion.primitives import check_primitives
 from pipelines.read.cacheability import check_cacheability
 from pipelines.read.compiler import compile_find
 from pipelines.resources.database import open_database
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("check", help="prove the find statement plan-cacheable (LANES.md's six properties)")
+    parser = commands.add_parser("check", help=COMMAND_HELP["check"])
     add_lanes_option(parser)
     parser.add_argument(
         "--offline",
@@ -28,8 +31,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     config = lanes_config(arguments)
-    # Template and setting mistakes surface here, before a database is started or reached.
+    # Template and setting mistakes surface here, before a database is started or reached: the
+    # lanes the plan compiles, and every fusion primitive the product ships.
     compile_find(config)
+    primitives = check_primitives()
+    print(f"fusion primitives: {len(primitives)} templates compile (binds only, schema checked)")
     if arguments.offline:
         report = check_cacheability(config)
     else:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.read.compiler import compile_find
 from pipelines.read.json_schema import lanes_json_schema
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("compile", help="print the find statement lanes.yaml compiles to")
+    parser = commands.add_parser("compile", help=COMMAND_HELP["compile"])
     add_lanes_option(parser)
     parser.add_argument(
         "--json-schema",

@@ -8,22 +8,24 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.config import data_dir, load_config
 from pipelines.resources.backup import backup_database, restore_database
 from pipelines.resources.database import DEFAULT_DATABASE, connect, prepare_database, resolve_database_url
-from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby, server_binaries
+from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby, bundled_program
 from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("db", help="start, stop, inspect or migrate the database")
+    parser = commands.add_parser("db", help=COMMAND_HELP["db"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("status", help="say whether the database is reachable and where")
     actions.add_parser("start", help="start the embedded server (no-op if running) and migrate")
     actions.add_parser("stop", help="stop the embedded server")
     actions.add_parser("url", help="print the connection URL")
-    actions.add_parser("psql", help="open psql on the database")
+    psql = actions.add_parser("psql", help="open psql on the database; further arguments go to psql (-c 'select 1')")
+    psql.set_defaults(passes_unknown_arguments=True)
     migrate = actions.add_parser("migrate", help="apply migrations; optionally change the vector width")
     migrate.add_argument(
         "--embedding-dimension",
@@ -86,7 +88,7 @@ def run(arguments: argparse.Namespace) -> int:
     elif arguments.action == "url":
         print(url)
     elif arguments.action == "psql":
-        return _psql(url)
+        return _psql(url, arguments.unknown_arguments)
     elif arguments.action == "migrate":
         return _migrate(url, arguments.embedding_dimension, config.pipeline.embedding.dimension)
     elif arguments.action == "backup":
@@ -158,9 +160,9 @@ def _migrate(url: str, requested: int | None, configured: int) -> int:
     return 0
 
 
-def _psql(url: str) -> int:
-    bundled = server_binaries() / "psql"
+def _psql(url: str, psql_arguments: list[str]) -> int:
+    bundled = bundled_program("psql")
     executable = str(bundled) if bundled.exists() else shutil.which("psql")
     if executable is None:
         raise DatabaseError("no psql found; install the PostgreSQL client")
-    return subprocess.call([executable, url])
+    return subprocess.call([executable, url, *psql_arguments])

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.evaluation.report import text_table
 from pipelines.evaluation.run import DEFAULT_CUTOFFS, EvaluationRequest, evaluate
 from pipelines.errors import InputError
@@ -37,7 +38,7 @@ def _positive(text: str) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "eval",
-        help="measure retrieval quality per arm (BM25, dense, sources, find, ablations) on a benchmark",
+        help=COMMAND_HELP["eval"],
         description=(
             "Build the dataset into its own database (reused while corpus and write settings are "
             "unchanged), run every question through each arm and print Recall@k, nDCG@10, MRR, "

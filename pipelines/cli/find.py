@@ -1,33 +1,42 @@
-"""`lanegraph find "question" [--k N] [--budget N] [--json] [--trace] [--scopes a,b] [--shards URL1,URL2]
-[--lanes PATH]`."""
+"""`lanegraph find "question" [--k N] [--budget N] [--json] [--full] [--trace] [--scopes a,b]
+[--shards URL1,URL2] [--lanes PATH]`.
+
+By default each evidence item is one line cut to the terminal width, marked when it quotes a fact
+that is no longer valid; `--full` prints the lines whole, `--json` everything."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 from collections import Counter
+from collections.abc import Set
 from dataclasses import asdict
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.options import add_lanes_option, lanes_config
 from pipelines.config import LanegraphConfig
 from pipelines.fusion import FuseResult
 from pipelines.fusion.shards import FIND_SOURCE, ShardClient, describe_url, find_on_shards, parse_shard_urls
 from pipelines.read.access import record_access_or_say
-from pipelines.read.find import FindResult, find
+from pipelines.read.find import FindResult, find, quoting_invalid_facts
 from pipelines.resources.database import open_database
 from pipelines.resources.read_servers import ReadServers
 from pipelines.errors import InputError
 from pipelines.resources.scopes import parse_scopes
 
+NO_LONGER_VALID_MARK = "[no longer valid] "
+
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("find", help="answer-ready evidence for a question, from one SQL statement")
+    parser = commands.add_parser("find", help=COMMAND_HELP["find"])
     parser.add_argument("question", help="the question, as plain text")
     parser.add_argument("--k", type=int, metavar="N", help="evidence rows per lane unit (default: settings.k)")
     parser.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: settings.budget_tokens)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--full", action="store_true", help="print each evidence line whole (default: cut to the terminal width)")
     parser.add_argument(
         "--trace", action="store_true",
         help="do not record fact access (recorded on the primary after the read, which runs read-only "
@@ -63,18 +72,26 @@ def run(arguments: argparse.Namespace) -> int:
         finally:
             if reads is not None:
                 reads.close()
-        if not arguments.trace:
-            if note := record_access_or_say(database, [result], scopes=scopes):
-                print(f"note: {note}", file=sys.stderr)
-    if arguments.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render(result))
+        if not arguments.trace and (note := record_access_or_say(database, [result], scopes=scopes)):
+            print(f"note: {note}", file=sys.stderr)
+        if arguments.json:
+            print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            return 0
+        invalid = quoting_invalid_facts(database, result.evidence, scopes)
+    print(render(result, invalid=invalid, width=None if arguments.full else terminal_width()))
     return 0
 
 
-def render(result: FindResult, per_lane: int | None = None) -> str:
-    """One line per kept evidence (the first `per_lane` of each lane), then a summary line."""
+def terminal_width() -> int:
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def render(
+    result: FindResult, per_lane: int | None = None, *, invalid: Set[str] = frozenset(), width: int | None = None
+) -> str:
+    """One line per kept evidence (the first `per_lane` of each lane), cut to `width` characters
+    when given, then a summary line. A line quoting a fact that is no longer valid (an evidence id
+    in `invalid`) is marked."""
     lines = []
     shown: Counter[str] = Counter()
     for candidate in result.evidence:
@@ -82,7 +99,9 @@ def render(result: FindResult, per_lane: int | None = None) -> str:
         if per_lane is not None and shown[candidate.lane] > per_lane:
             continue
         source = f"  [{candidate.source_title}]" if candidate.source_title and candidate.kind == "facts" else ""
-        lines.append(f"{candidate.kind:<15} {candidate.line}{source}")
+        marker = NO_LONGER_VALID_MARK if candidate.evidence_id in invalid else ""
+        line = f"{candidate.kind:<15} {marker}{candidate.line}{source}"
+        lines.append(line if width is None or len(line) <= width else line[: max(width - 1, 20)] + "…")
     if not result.evidence:
         lines.append("(no evidence found)")
     if result.served_by:
@@ -92,6 +111,7 @@ def render(result: FindResult, per_lane: int | None = None) -> str:
         f"-- {len(result.evidence)} of {len(result.candidates)} candidates, "
         f"{result.tokens_used}/{result.budget} tokens; {len(result.covered)} covered by a fact, "
         f"{len(result.over_budget)} over budget"
+        + (f"; {len(invalid)} quoting a fact no longer valid" if invalid else "")
     )
     return "\n".join(lines)
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.errors import InputError
 from pipelines.write.progress import listening
 from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
@@ -19,7 +20,7 @@ from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "ingest", help="add a folder (markdown, text, JSONL) or a JSONL file and build everything it affects"
+        "ingest", help=COMMAND_HELP["ingest"]
     )
     parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
@@ -94,8 +95,9 @@ def progress_on_stderr(min_interval_seconds: float = 0.5) -> Iterator[None]:
 
 
 def print_report(report: WriteReport, *, as_json: bool) -> int:
-    """Per-asset counts, checks and skipped input; exit status 1 when a check failed or when every
-    document input was refused (a script must not take "nothing ingested" for success)."""
+    """Skipped input first (the reason of each refused file or JSONL line), then per-asset counts and
+    checks. Exit status 1 when any input was skipped or a check failed, so a script never takes a
+    partial ingest for success; 0 when everything given was ingested."""
     if as_json:
         print(json.dumps({
             "partitions": report.partitions,
@@ -105,6 +107,8 @@ def print_report(report: WriteReport, *, as_json: bool) -> int:
             "run_ids": report.run_ids,
         }, indent=2))
     else:
+        for line in report.skipped:
+            print(f"skipped {line}")
         if report.assets:
             width = max(len(name) for name in report.assets)
             print(f"{'asset':<{width}}" + "".join(f"{name:>11}" for name in PLAIN_COUNTS))
@@ -114,10 +118,6 @@ def print_report(report: WriteReport, *, as_json: bool) -> int:
                 print(f"{name:<{width}}{cells}")
         for check, passed in sorted(report.checks.items()):
             print(f"check {check}: {'passed' if passed else 'FAILED'}")
-        for line in report.skipped:
-            print(f"skipped {line}")
-    kept = report.counts("documents")
-    refused_everything = bool(report.skipped) and "documents" in report.assets and not any(
-        kept.get(name) for name in ("inserted", "updated", "unchanged", "deleted")
-    )
-    return 0 if all(report.checks.values()) and not refused_everything else 1
+        if report.skipped:
+            print(f"{len(report.skipped)} input(s) skipped; see the lines above")
+    return 0 if all(report.checks.values()) and not report.skipped else 1

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipelines.cli import COMMAND_HELP
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "materialize", help="run assets by name (default: every write-side asset), with per-asset counts"
+        "materialize", help=COMMAND_HELP["materialize"]
     )
     parser.add_argument(
         "assets", nargs="*", metavar="ASSET", help="asset names, e.g. chunk_embeddings communities"

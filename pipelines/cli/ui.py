@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 
+from pipelines.cli import COMMAND_HELP
+from pipelines.config import data_dir
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("ui", help="open the Dagster UI for the Lanegraph assets")
+    parser = commands.add_parser("ui", help=COMMAND_HELP["ui"])
     parser.add_argument("--port", type=int, default=3000, help="port on 127.0.0.1 (default 3000)")
     parser.set_defaults(handler=run)
 
@@ -24,4 +26,4 @@ def run(arguments: argparse.Namespace) -> int:
         "--host", "127.0.0.1", "--port", str(arguments.port),
         "--module-name", "pipelines.definitions",
     ]
-    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": str(home)})
+    return subprocess.call(command, env={**os.environ, "DAGSTER_HOME": str(home), "LANEGRAPH_DATA_DIR": str(data_dir())})

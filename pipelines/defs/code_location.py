@@ -4,11 +4,13 @@
 database with it, so it loads the tree here rather than import the module that serves it.
 """
 
+from pathlib import Path
+
 import dagster as dg
 
 import pipelines.defs
-from pipelines.config import PROJECT_ROOT
 
 
 def code_location() -> dg.Definitions:
-    return dg.load_defs(defs_root=pipelines.defs, project_root=PROJECT_ROOT)
+    # The folder holding the package: the repository in an editable install, site-packages otherwise.
+    return dg.load_defs(defs_root=pipelines.defs, project_root=Path(pipelines.defs.__file__).resolve().parents[2])

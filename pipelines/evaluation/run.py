@@ -26,7 +26,7 @@ from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_c
 from pipelines.evaluation.ppr import load_entity_graph, ppr_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
-from pipelines.read.find import enter_find_settings, estimate_tokens, find, pack
+from pipelines.read.find import estimate_tokens, find, find_transaction, pack
 from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.errors import InputError
@@ -100,9 +100,8 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retr
 
     def retrieve(question: str) -> Retrieved:
         vector = embedder.embed([question])[0]
-        with database.connection() as connection:
-            # The ranking as it runs inside find: same plan mode, same HNSW search depth.
-            enter_find_settings(connection, arm.config)
+        # The ranking as it runs inside find: same plan mode, same HNSW search depth.
+        with find_transaction(database, arm.config) as connection:
             rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
         return Retrieved([(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)], None)
 
@@ -116,8 +115,7 @@ def _ppr_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retrieve
 
     def retrieve(question: str) -> Retrieved:
         vector = embedder.embed([question])[0]
-        with database.connection() as connection:
-            enter_find_settings(connection, arm.config)
+        with find_transaction(database, arm.config) as connection:
             chunk_ids = ppr_ranking(connection, graph, question, vector)
         return Retrieved([(None, chunk_id) for chunk_id in chunk_ids], None)
 

@@ -1,7 +1,7 @@
 """Immutable, validated values the fusion engine consumes and returns, and the client protocol.
 
 Construction checks types and closed value sets only. A sub-query whose arguments are missing is
-still constructible: the engine reports it as a degraded reason at fuse time (FUSION.md rule 3),
+still constructible: the engine reports it as a degraded reason at fuse time,
 so one malformed request never crashes the call that carries it.
 """
 

@@ -119,7 +119,7 @@ async def run_cancellable(
     # After a cancel nobody awaits the worker; its QueryCanceled must not be logged as unretrieved.
     worker.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
-        return await asyncio.shield(worker)  # type: ignore[return-value]
+        return await asyncio.shield(worker)
     except asyncio.CancelledError:
         job.cancel()
         raise

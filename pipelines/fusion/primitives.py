@@ -14,7 +14,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from pipelines.config import SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
 from pipelines.read.compiler import CompiledStatement, compile_template
 from pipelines.read.dialect import PgVector
 
@@ -54,6 +54,15 @@ def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
         .order_by("ranked.score DESC", "ranked.chunk_id")
     )
     return replace(ranking, sql=joined.sql(dialect=PgVector, pretty=True))
+
+
+def check_primitives(directory: Path = PRIMITIVES_DIR) -> list[Path]:
+    """Compile every primitive template in `directory` under the lane templates' rules, so a broken
+    one is refused by `lanegraph check`, not when fusion first runs it; the first fault raises."""
+    paths = sorted(directory.glob("*.sql"))
+    for path in paths:
+        compile_template(path)
+    return paths
 
 
 @cache

@@ -19,6 +19,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 
+from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
@@ -77,11 +78,12 @@ def ingest(
     with _lost_database_in_one_line(), open_database(url=database_url) as database:
         resolved_url = database.url
         with database.connection() as connection:
-            report.registration = register_path(connection, Path(path))
+            report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
             keys = report.registration.keys
             pending = set(unfinished_sources(connection, keys))
     if not keys:
-        raise InputError(f"{path}: no markdown, text or JSONL files to ingest")
+        refused = "; ".join(str(problem) for problem in report.registration.ignored)
+        raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
     with _instance(instance) as dagster:
         known = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
         new = [key for key in keys if key not in set(known)]

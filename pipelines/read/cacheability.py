@@ -1,4 +1,4 @@
-"""The cacheability validator: proves the six properties of LANES.md for a compiled statement.
+"""The cacheability validator: proves six properties of a compiled statement.
 
 1. shape only: the configuration recompiled with every setting value changed gives the same text;
 2. binds only and 3. schema checked: enforced while compiling (a violation raises TemplateError

@@ -298,9 +298,12 @@ def _dense_tables(tree: exp.Expr, catalog: Catalog) -> tuple[str, ...]:
         if order is None or select.args.get("limit") is None or source is None:
             continue
         key = order.expressions[0].this
-        if isinstance(key, DISTANCE_OPERATORS) and isinstance(source.this, exp.Table):
-            if source.this.name in catalog.hnsw_indexes:
-                tables.add(source.this.name)
+        if (
+            isinstance(key, DISTANCE_OPERATORS)
+            and isinstance(source.this, exp.Table)
+            and source.this.name in catalog.hnsw_indexes
+        ):
+            tables.add(source.this.name)
     return tuple(sorted(tables))
 
 

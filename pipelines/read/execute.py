@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import psycopg
+from psycopg import sql
 
 from pipelines.read.compiler import CompiledStatement
+
+EXPLAINED = "lanegraph_explained"
 
 
 def run_statement(
@@ -22,21 +25,35 @@ def run_statement(
         return cursor.fetchall()
 
 
-def explain_statement(
-    connection: psycopg.Connection,
-    statement: CompiledStatement,
-    values: Mapping[str, object] | None = None,
-    *,
-    analyze: bool = False,
-) -> dict:
-    """The JSON plan: `EXPLAIN (GENERIC_PLAN)` without values, `EXPLAIN (ANALYZE)` with them."""
-    if values is None:
-        options = "GENERIC_PLAN, FORMAT JSON"
-        parameters = None
-    else:
-        options = "ANALYZE, BUFFERS, FORMAT JSON" if analyze else "FORMAT JSON"
-        parameters = statement.parameters(values)
+def explain_statement(connection: psycopg.Connection, statement: CompiledStatement) -> dict:
+    """The JSON generic plan, `EXPLAIN (GENERIC_PLAN)`: the plan without values."""
     with psycopg.RawCursor(connection) as cursor:
-        cursor.execute(f"EXPLAIN ({options}) {statement.sql}", parameters)
+        cursor.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {statement.sql}")
         (plan,) = cursor.fetchone()
+    return plan[0]
+
+
+def explain_as_prepared(
+    connection: psycopg.Connection, statement: CompiledStatement, values: Mapping[str, object]
+) -> dict:
+    """EXPLAIN ANALYZE of the statement run as find runs it: prepared on the server, then executed
+    with the values, so the plan cache mode in force picks the plan (an EXPLAIN of the statement
+    text with values plans for those values, a custom plan find never runs)."""
+    # EXPLAIN EXECUTE cannot take bound parameters (the server analyses its arguments after fixing
+    # the outer statement's parameters), so the values travel as typed literals, quoted by psycopg.
+    arguments = sql.SQL(", ").join(
+        sql.SQL("{}::{}").format(sql.Literal(value), sql.SQL(bind.sql_type))
+        for bind, value in zip(statement.binds, statement.parameters(values), strict=True)
+    )
+    types = ", ".join(bind.sql_type for bind in statement.binds)
+    with psycopg.RawCursor(connection) as cursor:
+        cursor.execute(f"PREPARE {EXPLAINED} ({types}) AS {statement.sql}")
+        try:
+            explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE {}({})").format(
+                sql.Identifier(EXPLAINED), arguments
+            )
+            cursor.execute(explain.as_string(connection))
+            (plan,) = cursor.fetchone()
+        finally:
+            cursor.execute(f"DEALLOCATE {EXPLAINED}")
     return plan[0]

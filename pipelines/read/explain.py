@@ -1,5 +1,8 @@
 """EXPLAIN ANALYZE of the find statement for one question, with the time spent in each lane.
 
+It runs in find's own transaction (find_transaction: the same settings, so the same generic plan)
+and executes the prepared statement, as find does.
+
 The lanes are the members of the Append that computes `ordered_context`, in the order the union
 lists them (the plan's priority order); PostgreSQL runs each lane's CTEs on demand from inside that
 member, so a member's actual total time is the lane's time.
@@ -11,7 +14,8 @@ from dataclasses import dataclass
 
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import UNION_CTE, CompiledStatement, bind_values, compile_find
-from pipelines.read.execute import explain_statement
+from pipelines.read.execute import explain_as_prepared
+from pipelines.read.find import find_settings, find_transaction, settings_in_force
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 
@@ -30,12 +34,14 @@ class ExplainReport:
     planning_ms: float
     execution_ms: float
     plan: dict
+    settings: dict[str, str]
 
     def render(self) -> str:
         width = max([len(t.lane) for t in self.lanes] + [4])
         lines = [f"{'lane':<{width}}  {'ms':>9}  rows"]
         lines += [f"{t.lane:<{width}}  {t.milliseconds:>9.3f}  {t.rows}" for t in self.lanes]
         lines.append(f"planning {self.planning_ms:.3f} ms, execution {self.execution_ms:.3f} ms")
+        lines.append("settings: " + ", ".join(f"{name} = {value}" for name, value in self.settings.items()))
         lines.append("")
         lines.extend(plan_lines(self.plan["Plan"]))
         return "\n".join(lines)
@@ -52,14 +58,16 @@ def explain_find(
     statement = compile_find(config)
     vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector)
-    with database.connection() as connection:
-        plan = explain_statement(connection, statement, values, analyze=True)
+    with find_transaction(database, config) as connection:
+        settings = settings_in_force(connection, list(find_settings(config)))
+        plan = explain_as_prepared(connection, statement, values)
     return ExplainReport(
         question,
         lane_timings(plan, statement),
         float(plan.get("Planning Time", 0.0)),
         float(plan.get("Execution Time", 0.0)),
         plan,
+        settings,
     )
 
 
@@ -80,7 +88,7 @@ def lane_timings(plan: dict, statement: CompiledStatement) -> tuple[LaneTiming, 
     )
 
 
-def _find_node(node: dict, matches) -> dict | None:  # type: ignore[no-untyped-def]
+def _find_node(node: dict, matches) -> dict | None:
     if matches(node):
         return node
     for child in node.get("Plans", []):

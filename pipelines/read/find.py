@@ -10,7 +10,8 @@ returned is `FindResult.accessed_fact_ids`; the caller records that on the prima
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from operator import attrgetter
@@ -30,17 +31,28 @@ from pipelines.resources.read_servers import ReadServers
 MAX_QUESTION_CHARS = 4000
 # Anything packed into a token budget: find's candidates, or the evaluation's plain passages.
 Packed = TypeVar("Packed")
-FORCE_GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+# The settings find runs its statement under, each for the rest of its transaction (set_config's
+# `true`). Generic and custom plans return the same rows (the validator proves it); the generic plan
+# skips re-planning a statement this size on every question (measured: 20-35 ms a call).
+PLAN_CACHE_MODE = "force_generic_plan"
 # An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
 # searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
-SEARCH_ANN_WINDOW = f"SET LOCAL hnsw.ef_search = {ANN_WINDOW}"
 # pg_trgm's `%` (the trigram index condition of fuzzy mentions) admits names at
 # pg_trgm.similarity_threshold, 0.3 by default, and the template then keeps those at
 # mention_fuzzy_similarity. Raising the threshold to that setting lets the index prune with it:
 # the same rows, a third of the time on MuSiQue's 80-160 question terms.
-FUZZY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %s, true)"
 # A standby refuses writes anyway; on the primary this proves find writes nothing.
 READ_ONLY = "SET TRANSACTION READ ONLY"
+ENTER_SETTINGS = "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)"
+READ_SETTINGS = "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS s(name)"
+# Statements whose validity ended, with no live fact saying the same: a summary or passage that
+# quotes one states something no longer true.
+NO_LONGER_VALID = """
+SELECT DISTINCT fact.statement
+FROM fact
+WHERE fact.recorded_to IS NULL AND fact.valid_to <= now()
+  AND NOT EXISTS (SELECT 1 FROM live_fact WHERE live_fact.statement = fact.statement)
+"""
 
 
 @dataclass(frozen=True)
@@ -139,31 +151,51 @@ def find(
         return replace(result, served_by=outcome.server, degraded_reason=outcome.degraded_reason)
     config = config or load_config()
     question = _checked_question(question)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
-        raise InputError(f"k must be a non-negative integer, got {k!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"k must be a positive integer (the sources and facts lanes keep k rows), got {k!r}")
     budget = config.settings.budget_tokens if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
     statement = compile_find(config)
     vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
     values = bind_values(config, question=question, query_vector=vector, k=k)
-    with database.connection(scopes) as connection:
-        # Generic and custom plans return the same rows (the validator proves it); the generic plan
-        # skips re-planning a statement this size on every question (measured: 20-35 ms a call).
-        enter_find_settings(connection, config)
+    with find_transaction(database, config, scopes) as connection:
         candidates = _candidates(config, run_statement(connection, statement, values))
         kept, covered = drop_covered_sources(candidates)
         evidence, over_budget, used = pack(kept, budget)
     return FindResult(question, evidence, candidates, covered, over_budget, used, budget)
 
 
+@contextmanager
+def find_transaction(
+    database: Database, config: LanegraphConfig, scopes: Sequence[str] | None = None
+) -> Iterator[psycopg.Connection]:
+    """The transaction find runs its statement in: the caller's scopes and find's settings. Whoever
+    explains or measures find as it runs opens this same transaction."""
+    with database.connection(scopes) as connection:
+        enter_find_settings(connection, config)
+        yield connection
+
+
+def find_settings(config: LanegraphConfig) -> dict[str, str]:
+    return {
+        "plan_cache_mode": PLAN_CACHE_MODE,
+        "hnsw.ef_search": str(ANN_WINDOW),
+        "pg_trgm.similarity_threshold": str(fuzzy_mention_threshold(config)),
+    }
+
+
 def enter_find_settings(connection: psycopg.Connection, config: LanegraphConfig) -> None:
-    """The settings find runs its statement under, for the rest of the current transaction; whoever
-    times or checks find as it runs uses them too."""
+    """Find's settings, for the rest of the current transaction (for a long-lived connection that
+    runs find many times, as the benchmark's do)."""
     connection.execute(READ_ONLY)
-    connection.execute(FORCE_GENERIC_PLAN)
-    connection.execute(SEARCH_ANN_WINDOW)
-    connection.execute(FUZZY_THRESHOLD, (str(fuzzy_mention_threshold(config)),))
+    settings = find_settings(config)
+    connection.execute(ENTER_SETTINGS, (list(settings), list(settings.values())))
+
+
+def settings_in_force(connection: psycopg.Connection, names: Sequence[str]) -> dict[str, str]:
+    """What the server says the named settings are now: a report of them, not an echo."""
+    return dict(connection.execute(READ_SETTINGS, (list(names),)).fetchall())
 
 
 def fuzzy_mention_threshold(config: LanegraphConfig) -> float:
@@ -245,3 +277,16 @@ def pack(
             skipped.append(candidate)
     return tuple(taken), tuple(skipped), used
 
+
+def quoting_invalid_facts(
+    database: Database, evidence: Sequence[Candidate], scopes: Sequence[str] | None = None
+) -> set[str]:
+    """The evidence ids whose line quotes a fact that is no longer valid (a summary or passage
+    written before the change); facts-lane lines are live facts and never do."""
+    with database.connection(scopes) as connection:
+        statements = [statement for (statement,) in connection.execute(NO_LONGER_VALID)]
+    return {
+        candidate.evidence_id
+        for candidate in evidence
+        if candidate.fact_id is None and any(statement in candidate.line for statement in statements)
+    }

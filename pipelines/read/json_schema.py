@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 
-from pipelines.config import PROJECT_ROOT, LanegraphConfig
-
-SCHEMA_PATH = PROJECT_ROOT / "lanes.schema.json"
+from pipelines.config import LanegraphConfig
 
 
 def lanes_json_schema() -> str:

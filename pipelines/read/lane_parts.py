@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.lanes_config import Lane, Plan, template_path
 from pipelines.errors import ConfigError
+from pipelines.lanes_config import Lane, Plan, template_path
+from pipelines.shipped import SQL_TEMPLATES
 
-PRIMITIVES = Path(__file__).resolve().parents[2] / "sql_templates" / "primitives"
+PRIMITIVES = SQL_TEMPLATES / "primitives"
 
 
 @dataclass(frozen=True)

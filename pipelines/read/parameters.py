@@ -103,7 +103,7 @@ def _typed(bind: Bind, value: object) -> object:
         if isinstance(value, (str, bytes)):
             raise BindTypeError(f"bind :{bind.name} is {sql_type}, got a single string")
         element = Bind(bind.name, bind.position, sql_type[:-2])
-        return [_typed(element, item) for item in value]  # type: ignore[union-attr]
+        return [_typed(element, item) for item in value]
     if sql_type in ("text", "varchar"):
         if not isinstance(value, str):
             raise BindTypeError(f"bind :{bind.name} is text, got {type(value).__name__}")

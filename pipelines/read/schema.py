@@ -92,9 +92,7 @@ def _create_table(catalog: Catalog, statement: exp.Create) -> None:
     for column in schema.expressions:
         if isinstance(column, exp.ColumnDef) and any(
             isinstance(c.kind, exp.PrimaryKeyColumnConstraint) for c in column.constraints
-        ):
-            catalog.primary_keys[name] = f"{name}_pkey"
-        elif isinstance(column, exp.PrimaryKey):
+        ) or isinstance(column, exp.PrimaryKey):
             catalog.primary_keys[name] = f"{name}_pkey"
 
 

@@ -25,9 +25,9 @@ from pipelines.read.dialect import DISTANCE_OPERATORS, ColonPlaceholder, PgVecto
 from pipelines.lanes_config import ANN_WINDOW
 from pipelines.read.schema import Catalog
 from pipelines.errors import ConfigError, first_line_of
+from pipelines.shipped import SHIPPED_ROOT
 
 CONSTANT_MARKER = "@constant"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.Is, exp.In, exp.Between)
 _CONSTANTS = (exp.Literal, exp.Boolean)
@@ -39,7 +39,7 @@ class TemplateError(ConfigError):
 
 def display_path(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(path.resolve().relative_to(SHIPPED_ROOT))
     except ValueError:
         return str(path)
 
@@ -72,7 +72,7 @@ class Template:
 
     def allows_constant(self, line: int | None) -> bool:
         lines = self.text.splitlines()
-        return bool(line) and CONSTANT_MARKER in lines[line - 1]  # type: ignore[index]
+        return bool(line) and CONSTANT_MARKER in lines[line - 1]
 
 
 def load_template(path: Path, lane: str | None = None) -> Template:
@@ -207,10 +207,9 @@ def check_columns(
 
 
 def _check_scope(template: Template, scope: Scope, relations: Mapping[str, tuple[str, ...]]) -> None:
-    for alias, source in scope.sources.items():
-        if isinstance(source, exp.Table) and source.name not in relations:
-            if not _is_cte_name(scope, source.name):
-                raise template.error(_line_of(source), f"unknown table {source.name}")
+    for source in scope.sources.values():
+        if isinstance(source, exp.Table) and source.name not in relations and not _is_cte_name(scope, source.name):
+            raise template.error(_line_of(source), f"unknown table {source.name}")
     for column in scope.columns:
         if isinstance(column.this, exp.Star):
             continue

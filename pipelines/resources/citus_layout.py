@@ -102,10 +102,10 @@ def layout_violations(connection: psycopg.Connection) -> set[str]:
         elif not not_null[(table, column)]:
             problems.add(f"{table}: {column} may be NULL")
     for table, index, primary, columns in connection.execute(UNIQUE_INDEXES):
-        column = distributed.get(table)
-        if column is not None and column not in columns:
+        key_column = distributed.get(table)
+        if key_column is not None and key_column not in columns:
             what = f"primary key ({_listed(columns)})" if primary else f"unique index {index}"
-            problems.add(f"{table}: {what} lacks {column}")
+            problems.add(f"{table}: {what} lacks {key_column}")
     for table, target, columns, target_columns in connection.execute(FOREIGN_KEYS):
         if table in REFERENCE and target in DISTRIBUTED:
             problems.add(f"{table}: reference table references distributed table {target}")

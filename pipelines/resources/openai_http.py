@@ -48,7 +48,7 @@ def post_json(
     error message ("for model X")."""
     failure = ""
     attempt = 0
-    for attempt, delay in enumerate((*retry_delays_seconds, None), start=1):
+    for attempt, delay in enumerate((*retry_delays_seconds, None), start=1):  # noqa: B007 (reported after the loop)
         try:
             response = client.post(endpoint, json=body)
         except (httpx.TimeoutException, httpx.TransportError) as transport_error:

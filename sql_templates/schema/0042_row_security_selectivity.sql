@@ -1,5 +1,5 @@
 -- Row-security policies whose selectivity the planner can estimate, so a confined caller keeps the
--- HNSW indexes (issue 8: "the vector indexes must still be used under row security").
+-- HNSW indexes: the vector indexes must still be used under row security.
 --
 -- 0040's read policy `scopes <@ (SELECT lanegraph_caller_scopes())` compares with a value unknown at
 -- plan time, which PostgreSQL estimates at arraycontsel's default of 0.5 %. An ordered HNSW scan

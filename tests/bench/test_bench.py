@@ -15,7 +15,8 @@ import pytest
 from pipelines.bench.harness import BenchOptions, run_benchmark
 from pipelines.bench.report import render_table, write_json
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.resources.database import connect
 from tests.plans import every_lane_on
 
@@ -29,7 +30,7 @@ LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "com
 
 def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: Path) -> None:
     prefix = f"t{uuid.uuid4().hex[:8]}_"
-    config = every_lane_on(load_config(PROJECT_ROOT / "lanes.yaml"))
+    config = every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
     without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
     options = BenchOptions(
         sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix,
@@ -78,7 +79,7 @@ def test_a_size_below_the_minimum_is_one_line_and_exit_status_2(capsys) -> None:
 def test_a_lanes_file_for_another_embedding_width_is_one_line_and_exit_status_2(tmp_path: Path, capsys) -> None:
     other = tmp_path / "wide.yaml"
     other.write_text(
-        (PROJECT_ROOT / "lanes.yaml").read_text().replace("    dimension: 384", "    dimension: 768")
+        (REPOSITORY / "lanes.yaml").read_text().replace("    dimension: 384", "    dimension: 768")
     )
     assert main(["bench", "--lanes", str(other)]) == 2
     error = capsys.readouterr().err.strip()

@@ -91,3 +91,14 @@ def test_invalid_lanes_yaml_names_file_line_and_key(tmp_path: Path, own_data_dir
     result = lanegraph("db", "start", data_dir=own_data_dir, LANEGRAPH_CONFIG=str(settings))
     assert result.returncode == 2
     assert f"{settings}:4: pipeline.embedding.dimension:" in result.stderr
+
+
+def test_psql_runs_the_bundled_client_with_its_arguments(server_url: str, tmp_path: Path) -> None:
+    done = lanegraph("db", "psql", "-At", "-c", "select 40 + 2", data_dir=tmp_path, DATABASE_URL=server_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "42"
+
+
+def test_other_commands_still_refuse_unknown_arguments(tmp_path: Path) -> None:
+    done = lanegraph("db", "status", "--bogus", data_dir=tmp_path)
+    assert done.returncode == 2 and "unrecognized arguments: --bogus" in done.stderr

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.evaluation.arms import choose_arms, ranking_statement
 from pipelines.evaluation.answers import answer_found, scorable_answers
 from pipelines.evaluation.demo_dataset import demo_dataset
@@ -15,7 +16,7 @@ from pipelines.evaluation.dataset import parse_dataset
 from pipelines.errors import InputError
 from tests.plans import every_lane_on
 
-LANES = PROJECT_ROOT / "lanes.yaml"
+LANES = REPOSITORY / "lanes.yaml"
 
 
 def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:

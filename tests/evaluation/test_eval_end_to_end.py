@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.defs.read.find_statement import find_statement
 from pipelines.defs.read.retrieval_eval import retrieval_eval
 from pipelines.evaluation.build import reset_eval_database
@@ -42,7 +42,7 @@ def test_eval_command_reports_every_arm_and_reuses_the_build(
     dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     variant = tmp_path / "wider.yaml"
-    variant.write_text(re.sub(r"(?m)^  k: \d+$", "  k: 12", (PROJECT_ROOT / "lanes.yaml").read_text()))
+    variant.write_text(re.sub(r"(?m)^  k: \d+$", "  k: 12", (REPOSITORY / "lanes.yaml").read_text()))
     out = tmp_path / "report.json"
 
     assert main(["eval", "--dataset", str(dataset), "--json", str(out), "--lanes", str(variant)]) == 0

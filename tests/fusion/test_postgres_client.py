@@ -21,7 +21,7 @@ from pipelines.fusion import (
 from pipelines.fusion.postgres_client import PostgresQueryClient, run_cancellable
 from pipelines.fusion.primitives import PRIMITIVES, primitive_statement
 from pipelines.read.cacheability import generic_plan, reaches_indexes
-from pipelines.read.execute import explain_statement, run_statement
+from pipelines.read.execute import run_statement
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import LocalMiniLMEmbedder
 from pipelines.write.documents import bm25_sql

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.config import PROJECT_ROOT, LanegraphConfig, load_config
+from pipelines.config import LanegraphConfig, load_config
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from tests.plans import every_lane_on
 from tests.read.planting import Planter
@@ -26,7 +27,7 @@ KINDS = {
 
 @pytest.fixture(scope="session")
 def config() -> LanegraphConfig:
-    return every_lane_on(load_config(PROJECT_ROOT / "lanes.yaml"))
+    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture(scope="module")

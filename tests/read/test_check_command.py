@@ -3,13 +3,16 @@ with one line naming the lane, the file and the line."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT
+from pipelines.fusion.primitives import PRIMITIVES_DIR, check_primitives
 from pipelines.lanes_config import LANE_TEMPLATES
+from pipelines.read.templates import TemplateError
+from tests import REPOSITORY
 
 WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
 
@@ -18,7 +21,7 @@ def lanes_with_template(tmp_path: Path, template_text: str) -> Path:
     """lanes.yaml with the working_memory lane reading `template_text` from a file of its own."""
     template = tmp_path / "working_memory.sql"
     template.write_text(template_text)
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text().replace(
+    settings = (REPOSITORY / "lanes.yaml").read_text().replace(
         "template: working_memory.sql", f"template: {template}"
     )
     path = tmp_path / "lanes.yaml"
@@ -75,7 +78,7 @@ def test_a_literal_compared_with_a_column_is_rejected(tmp_path, capsys):
 
 
 def test_a_lane_limit_naming_an_unknown_setting_is_rejected(tmp_path, capsys):
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    settings = (REPOSITORY / "lanes.yaml").read_text()
     broken = settings.replace("limit: session_find_k", "limit: session_find_kk")
     path = tmp_path / "lanes.yaml"
     path.write_text(broken)
@@ -92,7 +95,7 @@ def test_compile_prints_one_statement_with_the_pgvector_operator(capsys):
 
 
 def test_compile_is_byte_identical_for_settings_that_differ_only_in_values(tmp_path, capsys):
-    settings = (PROJECT_ROOT / "lanes.yaml").read_text()
+    settings = (REPOSITORY / "lanes.yaml").read_text()
     changed = tmp_path / "lanes.yaml"
     changed.write_text(
         settings.replace("  k: 8", "  k: 5").replace("  rrf_k: 60", "  rrf_k: 10")
@@ -102,3 +105,18 @@ def test_compile_is_byte_identical_for_settings_that_differ_only_in_values(tmp_p
     original = capsys.readouterr().out
     assert main(["compile", "--lanes", str(changed)]) == 0
     assert capsys.readouterr().out == original
+
+
+def test_check_refuses_a_literal_limit_in_a_fusion_primitive(tmp_path: Path):
+    assert len(check_primitives()) == len(list(PRIMITIVES_DIR.glob("*.sql")))
+    copy = tmp_path / "primitives"
+    shutil.copytree(PRIMITIVES_DIR, copy)
+    broken = copy / "entity_state.sql"
+    broken.write_text(broken.read_text().replace("LIMIT CAST(:entity_state_limit AS bigint)", "LIMIT 10"))
+    with pytest.raises(TemplateError, match=r"entity_state\.sql:27: .*literal 10 in LIMIT"):
+        check_primitives(copy)
+
+
+def test_check_offline_reports_the_primitives(capsys):
+    assert main(["check", "--offline"]) == 0
+    assert "fusion primitives: 4 templates compile" in capsys.readouterr().out

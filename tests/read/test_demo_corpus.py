@@ -9,7 +9,7 @@ from collections.abc import Callable
 import dagster as dg
 import pytest
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.read.cacheability import check_cacheability, plan_nodes
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
@@ -17,7 +17,7 @@ from pipelines.definitions import defs
 from pipelines.orchestration.runner import ingest
 from tests.read.planting import EMBEDDER, Planter
 
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus"
+DEMO = REPOSITORY / "pipelines" / "demo_corpus"
 pytestmark = pytest.mark.slow
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pipelines.read.compiler import bind_values, compile_find
 from pipelines.read.execute import run_statement
-from pipelines.read.find import FORCE_GENERIC_PLAN, enter_find_settings, fuzzy_mention_threshold
 from pipelines.lanes_config import ANN_WINDOW
+from pipelines.read.find import enter_find_settings, fuzzy_mention_threshold
 from tests.read.planting import vector
 
 TYPO_QUESTION = "Who does Zorblaxx work with?"  # Zorblax, one letter off: trigram similarity 0.7
@@ -44,7 +44,7 @@ def test_a_fuzzy_mention_finds_the_same_rows_under_find_settings(world, config):
     values = bind_values(config, question=TYPO_QUESTION, query_vector=vector(TYPO_QUESTION))
     with world.connection() as connection:
         with connection.transaction():
-            connection.execute(FORCE_GENERIC_PLAN)
+            connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             plain = run_statement(connection, statement, values)
         with connection.transaction():
             enter_find_settings(connection, config)

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.config import PROJECT_ROOT, load_config
-from pipelines.read.json_schema import SCHEMA_PATH, lanes_json_schema
+from pipelines.config import load_config
 from pipelines.errors import ConfigError
+from pipelines.read.json_schema import lanes_json_schema
+from tests import REPOSITORY
 
-SETTINGS = (PROJECT_ROOT / "lanes.yaml").read_text()
+SETTINGS = (REPOSITORY / "lanes.yaml").read_text()
 
 
 def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped-def]
@@ -64,6 +65,6 @@ def test_a_minimal_file_gets_the_seven_standard_lanes(tmp_path):
 
 
 def test_the_committed_json_schema_is_current():
-    assert SCHEMA_PATH.read_text() == lanes_json_schema(), "regenerate: lanegraph compile --json-schema > lanes.schema.json"
-    schema = json.loads(SCHEMA_PATH.read_text())
+    assert (REPOSITORY / "lanes.schema.json").read_text() == lanes_json_schema(), "regenerate: lanegraph compile --json-schema > lanes.schema.json"
+    schema = json.loads((REPOSITORY / "lanes.schema.json").read_text())
     assert {"plan", "settings", "lanes", "pipeline"} <= set(schema["properties"])

@@ -21,10 +21,7 @@ import psycopg
 TOKEN = re.compile(r"zx[a-z]{6}")
 TENANTS = ("acme", "borealis", "cinder", "dunmore", "estuary", "fenwick")
 LABELS = ("board", "hr", "legal")
-WORDS = (
-    "battery audit supplier drone airspace incident mentor cold chain warehouse contract budget "
-    "schedule review pilot battery safety inspection freight harbour customer renewal"
-).split()
+WORDS = ["battery", "audit", "supplier", "drone", "airspace", "incident", "mentor", "cold", "chain", "warehouse", "contract", "budget", "schedule", "review", "pilot", "battery", "safety", "inspection", "freight", "harbour", "customer", "renewal"]
 PREDICATES = ("leads", "supplies", "audits", "reports_to", "works_with")
 KINDS = ("person", "organization", "project")
 
@@ -307,7 +304,7 @@ def plant_world(
             value, statement = None, f"{subject_name} {predicate} {object_name} ({token})."
         window = rng.random()
         valid_from = None if window < 0.6 else "2020-01-01"
-        valid_to = "2021-01-01" if 0.9 < window else None
+        valid_to = "2021-01-01" if window > 0.9 else None
         fact_rows.append(
             (f"fact-{token}", subject_id, predicate, object_id, value, statement,
              chunk_id, document_id, valid_from, valid_to, sorted(scopes))

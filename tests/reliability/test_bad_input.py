@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from pipelines.errors import ConfigError
 from tests.reliability.fingerprints import table_counts
 
-VALID_LANES = (PROJECT_ROOT / "lanes.yaml").read_text()
+VALID_LANES = (REPOSITORY / "lanes.yaml").read_text()
 
 
 def replaced(old: str, new: str) -> str:
@@ -112,7 +113,8 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
         (["find", "x" * 100_000], "the question is 100000 characters"),
         (["find", "Heron\x00"], "NUL"),
         (["find", "Heron \udcff"], "not valid UTF-8"),
-        (["find", "Heron", "--k", "-1"], "k must be a non-negative integer"),
+        (["find", "Heron", "--k", "-1"], "k must be a positive integer"),
+        (["find", "Heron", "--k", "0"], "k must be a positive integer"),
         (["find", "Heron", "--k", "many"], "argument --k: invalid int value"),
         (["find", "Heron", "--budget", "0"], "budget must be a positive number"),
         (["find", "Heron", "--scopes", "a,,b"], "--scopes: scope 2"),

@@ -60,7 +60,7 @@ def mixed_file(folder: Path) -> Path:
 def ingest_partitions(database: Database, path: Path) -> tuple[list[str], list[str]]:
     """documents and chunks (which index BM25) of PATH's sources; returns their keys and skip lines."""
     with database.connection() as connection:
-        keys = register_path(connection, path).keys
+        keys = register_path(connection, path, 1_000_000).keys
     documents = materialize_documents(database, keys, max_bytes=1_000_000, batch_size=64)
     chunks = materialize_chunks(database, keys, max_tokens=60, overlap_tokens=10, batch_size=64)
     return keys, [str(problem) for problem in documents.problems + chunks.problems]
@@ -106,7 +106,7 @@ def test_chunks_the_database_refuses_leave_no_chunk_without_postings_and_spoil_n
     first.mkdir()
     (first / "note.md").write_text("# Wide\n\nThe wide note names the harbour crane schedule.\n")
     with database.connection() as connection:
-        keys = register_path(connection, first).keys
+        keys = register_path(connection, first, 1_000_000).keys
     materialize_documents(database, keys, max_bytes=1_000_000, batch_size=64)
     with database.connection() as connection:
         connection.execute("UPDATE document SET scopes = %s, content_hash = 'changed'", (wide,))

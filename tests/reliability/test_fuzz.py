@@ -20,14 +20,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
 from pipelines.write.documents.chunks import materialize_chunks
 from pipelines.write.documents.documents import materialize_documents
 from pipelines.write.documents.registry import register_path
-from pipelines.write.documents.sources import JSONL_FIELDS, SourceFile, read_source
+from pipelines.write.documents.sources import SourceFile, read_source
 from tests.reliability.test_bad_input import assert_one_line, run_cli
 
 SCALE = float(os.environ.get("LANEGRAPH_FUZZ_EXAMPLES", "1"))
@@ -125,7 +125,7 @@ def test_writing_any_jsonl_leaves_a_consistent_database(
     if path is None:
         return
     with fuzzed_database.connection() as connection:
-        keys = register_path(connection, path).keys
+        keys = register_path(connection, path, 10_000_000).keys
     documents = materialize_documents(fuzzed_database, keys, max_bytes=MAX_BYTES, batch_size=4)
     chunks = materialize_chunks(fuzzed_database, keys, max_tokens=60, overlap_tokens=10, batch_size=4)
     FUZZED["records written"] += sum(1 for line in lines if line.strip())
@@ -140,7 +140,7 @@ def test_writing_any_jsonl_leaves_a_consistent_database(
         assert list(normalize_row_scopes(scopes)) == scopes
 
 
-LANES = yaml.safe_load((PROJECT_ROOT / "lanes.yaml").read_text())
+LANES = yaml.safe_load((REPOSITORY / "lanes.yaml").read_text())
 YAML_VALUE = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=400),
     st.sampled_from(["'", '"', "k * (", "k +", "((((k))))", "k * fact_candidate_factor", "sources", "../../etc/passwd",

@@ -19,14 +19,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.read.compiler import compile_find
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.errors import LanegraphError
 from tests.reliability.tenancy import HashedEmbedder, hashed_embedding, plant_world
 
-VALID = yaml.safe_load((PROJECT_ROOT / "lanes.yaml").read_text())
+VALID = yaml.safe_load((REPOSITORY / "lanes.yaml").read_text())
 SETTING_NAMES = sorted(VALID["settings"])
 PROPERTY_SETTINGS = settings(max_examples=120, deadline=None)
 

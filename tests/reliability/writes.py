@@ -16,10 +16,10 @@ from pathlib import Path
 
 import psycopg
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from tests.reliability.fingerprints import table_fingerprints
 
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"
 NOTES = [
     {"id": "note-1", "title": "Dock scheduling", "scopes": ["team-a"],
      "text": "Mara Okafor leads the Rotterdam yard lab. The lab schedules dock slots weekly."},
@@ -69,7 +69,7 @@ class WriteWorker:
         environment = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.write_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=PROJECT_ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment, cwd=REPOSITORY,
         )
 
     def _ask(self, request: dict) -> dict:

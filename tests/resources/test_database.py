@@ -30,7 +30,7 @@ def catalog(connection: psycopg.Connection) -> dict[str, set[str]]:
 def test_every_table_view_and_index_exists(database: Database) -> None:
     with database.connection() as connection:
         found = catalog(connection)
-    assert TABLES <= found["tables"]
+    assert found["tables"] >= TABLES
     assert "live_fact" in found["views"]
     hnsw_tables = {
         definition.split(" ON ")[1].split()[0].split(".")[-1]
@@ -49,7 +49,7 @@ def test_every_table_carries_scopes(database: Database) -> None:
             "SELECT table_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() AND column_name = 'scopes'"
         ).fetchall()
-    assert TABLES <= {table for (table,) in rows}
+    assert {table for (table,) in rows} >= TABLES
 
 
 def test_vector_width_follows_configuration(database: Database, embedding_dimension: int) -> None:
@@ -123,3 +123,31 @@ def test_bad_url_is_one_line(url: str, message: str) -> None:
     with pytest.raises(DatabaseError, match=message) as raised:
         connect(url)
     assert "\n" not in str(raised.value)
+
+
+def test_an_applied_migration_that_was_edited_is_refused(make_schema_url, embedding_dimension: int) -> None:
+    url = make_schema_url()
+    with connect(url, autocommit=True) as connection:
+        # As if 0004_graph.sql had been edited after it was applied here.
+        connection.execute("UPDATE lanegraph_migration SET statement_checksum = 'before-the-edit' WHERE version = 4")
+    with pytest.raises(DatabaseError, match=r"^0004_graph\.sql was changed after it was applied .* new migration file"):
+        prepare_database(url, embedding_dimension)
+
+
+def test_a_migration_recorded_without_a_statement_checksum_gets_one(make_schema_url, embedding_dimension: int) -> None:
+    url = make_schema_url()
+    with connect(url, autocommit=True) as connection:
+        connection.execute("UPDATE lanegraph_migration SET statement_checksum = NULL")
+    assert prepare_database(url, embedding_dimension) == []
+    with connect(url, autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM lanegraph_migration WHERE statement_checksum IS NULL").fetchone() == (0,)
+
+
+def test_a_comment_edit_keeps_the_statement_checksum(tmp_path) -> None:
+    [original] = [m for m in discover_migrations() if m.version == 4]
+    edited = tmp_path / original.path.name
+    edited.write_text("-- a reworded comment\n" + original.path.read_text().replace("\n", "\n  "))
+    [copy] = discover_migrations(tmp_path)
+    assert copy.statement_checksum == original.statement_checksum
+    edited.write_text(original.path.read_text().replace("CREATE TABLE", "CREATE UNLOGGED TABLE", 1))
+    assert discover_migrations(tmp_path)[0].statement_checksum != original.statement_checksum

@@ -15,7 +15,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from pipelines.config import PROJECT_ROOT, SQL_TEMPLATES
+from pipelines.shipped import SQL_TEMPLATES
+from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
 from pipelines.resources.database import Database, DatabaseResource, connect
@@ -67,7 +68,7 @@ def lexemes(connection: psycopg.Connection, text: str) -> list[tuple[str, int]]:
 @pytest.fixture(scope="module")
 def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("bm25") / "documents"
-    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    shutil.copytree(REPOSITORY / "pipelines" / "demo_corpus" / "documents", folder)
     (folder / "scoped.jsonl").write_text("".join(json.dumps(record) + "\n" for record in SCOPED_RECORDS))
     url = make_schema_url()
     # Small chunks make many chunks and varied lengths, which is what length normalisation is about.
@@ -132,9 +133,9 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     """Partitions indexed and retracted at the same time, batch by batch, leave every statistic exact."""
     database = make_database()
     folder = tmp_path / "parallel"
-    shutil.copytree(PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents", folder)
+    shutil.copytree(REPOSITORY / "pipelines" / "demo_corpus" / "documents", folder)
     with database.connection() as connection:
-        keys = register_path(connection, folder).keys
+        keys = register_path(connection, folder, 10_000_000).keys
     materialize_documents(database, keys, max_bytes=1_000_000, batch_size=100)
 
     # The chunks step indexes what it writes, under the same statistics lock as bm25_index.
@@ -149,7 +150,7 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
     for key in removed:
         (folder / key.split("/", 1)[1]).unlink()
     with database.connection() as connection:
-        register_path(connection, folder)
+        register_path(connection, folder, 10_000_000)
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda key: materialize_documents(database, [key], max_bytes=1_000_000, batch_size=1), removed))
     with database.connection() as connection:

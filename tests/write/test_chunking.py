@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pipelines.config import PROJECT_ROOT
 from pipelines.write.documents.chunking import chunk_document, count_tokens, indexed_text, sentence_spans
+from tests import REPOSITORY
 
-HERON = (PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents" / "project-heron.md").read_text()
+HERON = (REPOSITORY / "pipelines" / "demo_corpus" / "documents" / "project-heron.md").read_text()
 
 
 def test_sentences_split_at_end_punctuation_but_not_after_abbreviations() -> None:

@@ -9,16 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
-import psycopg
 import pytest
 
-from pipelines.config import PROJECT_ROOT
+from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.resources.database import DatabaseResource, connect
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.orchestration.runner import WriteReport, ingest, materialize
 
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"
 DEFINITIONS = dg.Definitions(
     assets=[document_assets.documents, document_assets.chunks, document_assets.chunk_embeddings, document_assets.bm25_index],
     asset_checks=[document_assets.every_chunk_embedded, document_assets.bm25_statistics_match_chunks],
@@ -168,6 +167,21 @@ def test_bad_input_is_skipped_with_reasons_and_the_rest_lands(tmp_path: Path, ru
     assert "slides.pdf: unsupported file type" in reasons
     assert query(run.url, "SELECT id FROM document ORDER BY id") == [("inbox/good.md",), ("ok",)]
     assert report.checks == {"every_chunk_embedded": True, "bm25_statistics_match_chunks": True}
+    # A file nothing can be read of is refused before it becomes a partition.
+    assert sorted(report.partitions) == ["inbox/good.md", "inbox/records.jsonl"]
+    assert sorted(run.instance.get_dynamic_partitions("documents")) == ["inbox/good.md", "inbox/records.jsonl"]
+
+
+def test_a_new_unreadable_file_starts_no_run(tmp_path: Path, run) -> None:
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThis document is fine. It has two sentences.\n")
+    assert run(folder).run_ids
+    (folder / "empty.md").write_text("")
+    (folder / "binary.md").write_bytes(b"\x00\x01")
+    again = run(folder)
+    assert again.run_ids == [] and again.partitions == []
+    assert [line.rsplit("/", 1)[-1] for line in again.skipped] == ["binary.md: binary file (contains NUL bytes)", "empty.md: empty file"]
 
 
 def test_a_failing_document_is_skipped_while_the_rest_of_its_batch_lands(corpus: Path, run) -> None:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import dagster as dg
 import pytest
 
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
+from tests import REPOSITORY
 from pipelines.defs.write import document_assets, extraction_assets, graph_assets, jobs
 from pipelines.defs.write.graph_schedule import refresh_graph
 from pipelines.resources.database import Database, DatabaseResource
@@ -19,8 +20,8 @@ from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.write.summaries.summarizer import SummarizerResource
 from pipelines.orchestration.runner import WriteReport, ingest, materialize
 
-SETTINGS = load_config(PROJECT_ROOT / "lanes.yaml").pipeline
-DEMO = PROJECT_ROOT / "pipelines" / "demo_corpus" / "documents"
+SETTINGS = load_config(REPOSITORY / "lanes.yaml").pipeline
+DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"
 # The documents every assertion below needs (superseded leads and states, aliases, a profile with
 # sources in three documents); the rest of the demo would only make the test slower.
 DEMO_SUBSET = (

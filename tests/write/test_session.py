@@ -94,7 +94,9 @@ def test_promotion_moves_an_old_item_to_a_document_and_leaves_a_young_one(
     assert facts >= 1
     [key] = instance.get_dynamic_partitions(DOCUMENT_PARTITIONS)
     assert key.startswith("session/wm-old")
-    metadata = lambda result: result.asset_materializations_for_node("session_items")[0].metadata
+    def metadata(result):  # type: ignore[no-untyped-def]
+        return result.asset_materializations_for_node("session_items")[0].metadata
+
     assert metadata(first)["inserted"].value == 1 and metadata(second)["inserted"].value == 0
     assert instance.get_latest_materialization_event(dg.AssetKey("chunks")) is not None
 

@@ -16,9 +16,13 @@ from pipelines.resources.database import DatabaseResource
 from pipelines.errors import LanegraphError
 
 
-# The graph-wide assets: the check proves the plan on the tables they fill (an empty corpus cannot
-# show the BM25 posting index), so the statement shows as stale after each graph refresh.
-GRAPH_WIDE_ASSETS = ("entity_graph", "communities", "entity_profiles", "raptor_levels")
+# Every asset that writes a table (or column) the statement reads, so the statement, and the
+# evaluation downstream of it, show as stale when any of them changes. The graph-wide ones also
+# fill what the check proves the plan on (an empty corpus cannot show the BM25 posting index).
+READ_ASSETS = (
+    "documents", "chunks", "chunk_embeddings", "bm25_index", "entities_and_facts",
+    "entity_graph", "communities", "entity_profiles", "raptor_levels", "session_items",
+)
 
 
 def _config(database: DatabaseResource) -> LanegraphConfig:
@@ -27,7 +31,7 @@ def _config(database: DatabaseResource) -> LanegraphConfig:
 
 @dg.asset(
     group_name=READ_GROUP,
-    deps=list(GRAPH_WIDE_ASSETS),
+    deps=list(READ_ASSETS),
     description="The one SQL statement find runs: lanes.yaml and sql_templates/lanes compiled by sqlglot.",
 )
 def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
@@ -48,7 +52,7 @@ def find_statement(database: DatabaseResource) -> dg.MaterializeResult:
 
 @dg.asset_check(
     asset=find_statement,
-    description="Plan cacheability (LANES.md): shape-only text, binds only, schema checked, index "
+    description="Plan cacheability: shape-only text, binds only, schema checked, index "
     "paths in the generic plan, one prepared statement for every question, generic = custom.",
 )
 def find_statement_is_plan_cacheable(database: DatabaseResource) -> dg.AssetCheckResult:

@@ -12,6 +12,7 @@ import dagster as dg
 
 from pipelines.config import data_dir
 from pipelines.defs.write.jobs import ingest_documents
+from pipelines.config import load_config
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource
 from pipelines.write.documents.registry import register_path, unfinished_sources
@@ -46,7 +47,7 @@ def request_pending_sources(
     """Register a folder's sources and request one run of the sensor's job over those with work to
     do, adding the partitions the instance does not know yet."""
     with database.connection() as connection:
-        registration = register_path(connection, folder)
+        registration = register_path(connection, folder, load_config().pipeline.documents.max_bytes)
         pending = unfinished_sources(connection, registration.keys)
     for problem in registration.ignored:
         context.log.warning(f"ignored {problem}")

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 
 from pipelines.write.documents import document_sql as q
-from pipelines.write.documents.sources import discover_sources, file_sha256, file_signature
+from pipelines.write.documents.sources import discover_sources, file_sha256, file_signature, refusal
 from pipelines.write.report import Problem
 
 
@@ -27,7 +27,7 @@ class Registration:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    # Files in the folder that are not sources (unsupported types).
+    # Files in the folder that are not sources (unsupported types) or cannot be read at all.
     ignored: list[Problem] = field(default_factory=list)
 
     @property
@@ -40,8 +40,10 @@ class Registration:
         return sorted({*self.added, *self.changed, *self.removed})
 
 
-def register_path(connection: psycopg.Connection, path: Path) -> Registration:
-    """Register the sources of a folder or file in the caller's transaction."""
+def register_path(connection: psycopg.Connection, path: Path, max_bytes: int) -> Registration:
+    """Register the sources of a folder or file in the caller's transaction. A new or changed file
+    that cannot be read at all (binary, not UTF-8, empty, over `max_bytes`) is refused with its
+    reason: it becomes no partition, and a known file keeps its earlier documents."""
     sources, ignored = discover_sources(path)
     registration = Registration(ignored=ignored)
     folder = path.expanduser().resolve()
@@ -59,6 +61,11 @@ def register_path(connection: psycopg.Connection, path: Path) -> Registration:
         same_file = stored is not None and stored[0] == str(source.path) and stored[3] is None
         if same_file and stored[1] == signature:
             registration.unchanged.append(source.key)
+            continue
+        if reason := refusal(source, max_bytes):
+            registration.ignored.append(Problem(str(source.path), reason))
+            if stored is not None:
+                registration.unchanged.append(source.key)
             continue
         file_hash = file_sha256(source.path)
         if stored is None:

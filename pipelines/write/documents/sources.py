@@ -130,6 +130,33 @@ def markdown_title(text: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
+def size_refusal(source: SourceFile, size: int, max_bytes: int) -> str | None:
+    """Why a file is too large to read whole (a JSONL file is read line by line, each line checked)."""
+    if source.kind != "jsonl" and size > max_bytes:
+        return f"{size:,} bytes is over pipeline.documents.max_bytes ({max_bytes:,})"
+    return None
+
+
+def content_refusal(data: bytes) -> str | None:
+    """Why nothing of a file's bytes can be a document: binary, not UTF-8, or empty."""
+    if b"\x00" in data:
+        return "binary file (contains NUL bytes)"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        return f"invalid UTF-8 at byte {error.start}"
+    if not text.strip():
+        return "empty file"
+    return None
+
+
+def refusal(source: SourceFile, max_bytes: int) -> str | None:
+    """Why a source file cannot be read at all, or None: registration refuses such a file, so it
+    never becomes a partition and triggers no run."""
+    size = source.path.stat().st_size
+    return size_refusal(source, size, max_bytes) or content_refusal(source.path.read_bytes())
+
+
 def read_source(source: SourceFile, max_bytes: int) -> SourceRead:
     """Every document of one source file, with a `Problem` for each part that could not be used."""
     try:
@@ -137,18 +164,13 @@ def read_source(source: SourceFile, max_bytes: int) -> SourceRead:
     except FileNotFoundError:
         return SourceRead((), (), None)
     location = str(source.path)
-    if source.kind != "jsonl" and size > max_bytes:
-        return _unreadable(location, f"{size:,} bytes is over pipeline.documents.max_bytes ({max_bytes:,})")
+    if reason := size_refusal(source, size, max_bytes):
+        return _unreadable(location, reason)
     data = source.path.read_bytes()
     file_hash = hashlib.sha256(data).hexdigest()
-    if b"\x00" in data:
-        return _unreadable(location, "binary file (contains NUL bytes)", file_hash)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        return _unreadable(location, f"invalid UTF-8 at byte {error.start}", file_hash)
-    if not text.strip():
-        return _unreadable(location, "empty file", file_hash)
+    if reason := content_refusal(data):
+        return _unreadable(location, reason, file_hash)
+    text = data.decode("utf-8-sig")
     if source.kind == "jsonl":
         documents, problems = _jsonl_documents(text, location, max_bytes)
         return SourceRead(tuple(documents), tuple(problems), file_hash)
