@@ -9,14 +9,15 @@ import uuid
 
 from pipelines.bench.harness import BenchOptions
 from pipelines.bench.load import measure_load, render_load
-from pipelines.config import PROJECT_ROOT, data_dir, load_config
+from pipelines.config import data_dir, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from tests import REPOSITORY
 
 
 def test_load_benchmark_reports_both_arrangements_and_their_ratios(server_url: str) -> None:
     replicas = 0 if os.environ.get("DATABASE_URL") else 1
     options = BenchOptions(sizes=(120,), queries=4, warmup_queries=1, schema_prefix=f"t{uuid.uuid4().hex[:8]}_")
-    report = measure_load(server_url, load_config(PROJECT_ROOT / "lanes.yaml"), options, clients=3, replicas=replicas)
+    report = measure_load(server_url, load_config(REPOSITORY / "lanes.yaml"), options, clients=3, replicas=replicas)
 
     assert (report["clients"], report["replicas"], report["questions"]) == (3, replicas, 4)
     for phase in ("primary", "spread"):

@@ -12,9 +12,10 @@ import pytest
 from psycopg import sql
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT, load_config
+from pipelines.config import load_config
 from pipelines.read.find import find
 from pipelines.resources.database import Database, connect, prepare_database
+from tests import REPOSITORY
 from tests.read.conftest import plant_world
 from tests.read.planting import EMBEDDER
 
@@ -41,7 +42,7 @@ def own_database(server_url: str, embedding_dimension: int, monkeypatch) -> Iter
 
 
 def answers(url: str) -> list[list[tuple[str, str]]]:
-    config = load_config(PROJECT_ROOT / "lanes.yaml")
+    config = load_config(REPOSITORY / "lanes.yaml")
     with Database(url) as database:
         return [
             [(c.evidence_id, c.line) for c in find(database, question, config=config, embedder=EMBEDDER).evidence]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.config import PROJECT_ROOT, LanegraphConfig, data_dir, load_config
+from pipelines.config import LanegraphConfig, data_dir, load_config
 from pipelines.fusion.models import FindArgs
 from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.read.access import record_access
@@ -29,6 +29,7 @@ from pipelines.resources.read_servers import (
     current_wal_lsn,
     server_url_for,
 )
+from tests import REPOSITORY
 from tests.read.planting import EMBEDDER
 
 pytestmark = pytest.mark.skipif(
@@ -55,7 +56,7 @@ def ask(database: Database | ReadServers, config, scopes=None) -> FindResult:  #
 
 @pytest.fixture(scope="module")
 def config() -> LanegraphConfig:
-    return load_config(PROJECT_ROOT / "lanes.yaml")
+    return load_config(REPOSITORY / "lanes.yaml")
 
 
 @pytest.fixture(scope="module")
