@@ -94,7 +94,7 @@ def entity_graph(
     for chunk_id, entity_id in mentions:
         naming[entity_id].add(chunk_id)
     kept = {entity_id for entity_id, chunks in naming.items() if len(chunks) < fanout}
-    nodes = list(chunk_ids) + sorted(kept | {e for pair in facts for e in pair if e in kept})
+    nodes = list(chunk_ids) + sorted(kept)
     node_of = {node: index for index, node in enumerate(nodes)}
     chunk_links = sorted({(c, e) for c, e in mentions if e in kept and c in node_of})
     fact_links = sorted({tuple(sorted(pair)) for pair in facts if pair[0] in kept and pair[1] in kept and pair[0] != pair[1]})
