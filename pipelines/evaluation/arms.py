@@ -3,7 +3,7 @@
 - `bm25` and `dense`: one ranking of the sources lane run alone (its BM25 primitive, its dense part),
   compiled from the very templates the find statement uses, so a baseline can never drift from the
   ranking inside find.
-- `sources`: the find statement with the sources lane only (hybrid reciprocal rank fusion).
+- `sources`: the find statement with the sources lane only (hybrid score fusion and the bridge hop).
 - `ppr`: personalized PageRank over the entity graph, run exactly in Python (`ppr.py`): the graph
   reference the find statement's bounded rankings are measured against.
 - `find`: the full find statement as lanes.yaml configures it.

@@ -63,7 +63,14 @@ def test_baselines_compile_the_sources_lane_own_rankings(ranking: str, key: str)
     config = load_config(LANES)
     statement = ranking_statement(config, ranking)
     rows = [("c2", 1.0), ("c1", 1.0), ("c3", 3.0)] if key == "score" else [("c2", 2), ("c1", 3), ("c3", 1)]
-    ordered = statement.chunk_ids([(row[0], row[1]) if statement.chunk_column == 0 else (row[1], row[0]) for row in rows])
+    width = max(statement.chunk_column, statement.key_column) + 1
+
+    def placed(chunk_id: str, key: float) -> tuple:
+        row: list[object] = [None] * width
+        row[statement.chunk_column], row[statement.key_column] = chunk_id, key
+        return tuple(row)
+
+    ordered = statement.chunk_ids([placed(*row) for row in rows])
     assert ordered == (["c3", "c1", "c2"] if key == "score" else ["c3", "c2", "c1"])
     values = statement.values(config, "Who built it?", [0.0] * config.pipeline.embedding.dimension)
     assert {bind.name for bind in statement.statement.binds} <= set(values)

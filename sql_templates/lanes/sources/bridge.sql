@@ -2,7 +2,8 @@
 -- the singer of X is from"). The entities that the best :bridge_seeds chunks of the first fusion
 -- name lead on along the graph's mention edges, to chunks that rarely share words with the
 -- question. Entities the question names are its first hop, which the other rankings have already.
--- Two rankings join the fusion, each as reciprocal ranks weighted by :bridge_weight:
+-- Two rankings join the fusion; a chunk at rank r of one gains :bridge_weight * rrf_k / (rrf_k + r),
+-- nearly the whole weight near the top, so the best linked page can rise between the seeds:
 --   titled: chunks of the pages titled with a linked name, nearest the question first;
 --   named:  the seeds, in fusion order, then the other chunks naming a linked entity, nearest the
 --           question first. Ranking the seeds keeps a chunk the first fusion also found from
@@ -69,7 +70,7 @@ hop AS (
     WHERE ranked.rank <= :fusion_depth
 ),
 bridged AS (
-    SELECT hop.chunk_id, sum(:bridge_weight / (:rrf_k + hop.rank)) AS score
+    SELECT hop.chunk_id, sum(:bridge_weight * :rrf_k / (:rrf_k + hop.rank)) AS score
     FROM hop
     GROUP BY hop.chunk_id
 )

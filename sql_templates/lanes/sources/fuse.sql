@@ -1,21 +1,30 @@
--- Sources lane, first fusion: reciprocal rank fusion, sum of 1 / (rrf_k + rank), of the dense,
--- BM25 and title rankings. A chunk of a document the question names gets a fixed bonus and
--- direct = true.
-WITH lexical AS (
-    SELECT bm25.chunk_id, row_number() OVER (ORDER BY bm25.score DESC, bm25.chunk_id) AS rank
+-- Sources lane, first fusion: relative score fusion of the dense and BM25 rankings. Each ranking's
+-- scores are scaled to 0..1 over its own window (dense: similarity min-max scaled; BM25: score over
+-- the best score), weighted by :dense_weight and :lexical_weight and summed; a chunk of a document
+-- the question names gets :named_title_bonus and direct = true.
+-- Scores rather than reciprocal ranks, because ranks forget the margin: a chunk BM25 puts first by
+-- far (the one record holding a code the question names) lost to chunks both rankings put midway.
+WITH semantic AS (
+    SELECT
+        dense.chunk_id,
+        coalesce(
+            (max(dense.distance) OVER () - dense.distance)
+                / nullif(max(dense.distance) OVER () - min(dense.distance) OVER (), 0),
+            1
+        ) AS relevance
+    FROM dense
+),
+lexical AS (
+    SELECT bm25.chunk_id, coalesce(bm25.score / nullif(max(bm25.score) OVER (), 0), 1) AS relevance
     FROM bm25
 ),
-ranking AS (
-    SELECT dense.chunk_id, dense.rank, false AS named FROM dense
+weighted AS (
+    SELECT semantic.chunk_id, :dense_weight * semantic.relevance AS score, false AS named FROM semantic
     UNION ALL
-    SELECT lexical.chunk_id, lexical.rank, false FROM lexical
+    SELECT lexical.chunk_id, :lexical_weight * lexical.relevance, false FROM lexical
     UNION ALL
-    SELECT title.chunk_id, title.rank, true FROM title
+    SELECT title.chunk_id, :named_title_bonus, true FROM title
 )
-SELECT
-    ranking.chunk_id,
-    sum(1.0 / (:rrf_k + ranking.rank))
-        + CASE WHEN bool_or(ranking.named) THEN :named_title_bonus ELSE 0 END AS score,
-    bool_or(ranking.named) AS direct
-FROM ranking
-GROUP BY ranking.chunk_id
+SELECT weighted.chunk_id, sum(weighted.score) AS score, bool_or(weighted.named) AS direct
+FROM weighted
+GROUP BY weighted.chunk_id
