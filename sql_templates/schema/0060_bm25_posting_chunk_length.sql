@@ -35,3 +35,7 @@ ALTER TABLE bm25_posting ALTER COLUMN chunk_length SET NOT NULL;
 ALTER TABLE bm25_posting ADD CONSTRAINT bm25_posting_chunk_length_check CHECK (chunk_length > 0);
 ALTER TABLE bm25_posting
     ADD CONSTRAINT bm25_posting_pkey PRIMARY KEY (term, chunk_id) INCLUDE (term_frequency, chunk_length, scopes);
+
+-- Statistics for the new column and the rewritten rows; the visibility map that lets the scan skip
+-- the heap is set by autovacuum's next pass over the updated table.
+ANALYZE bm25_posting;
