@@ -3,7 +3,12 @@
 Machines here are noisy (other processes share two cores), so a latency is only ever reported
 next to the latency of what it is compared with, measured in the same loop: for each question the
 variants run one after another, and the order rotates from question to question so that no variant
-always runs first (cold) or last (after the others warmed the cache for it).
+always runs first (cold) or last (after the others warmed the cache for it). Rotation alone keeps
+neighbours in one order (A before B in all but one rotation of each cycle), and the first variant
+of a question to touch its pages pays for reading them into shared buffers: find ran before the
+per-lane round trips on 16 questions in 17 and looked 1.5x slower than them at 100k chunks, while
+run back to back on one warm question the two took the same time. So every other cycle of
+rotations runs in reverse, and any two variants run in each order equally often.
 """
 
 from __future__ import annotations
@@ -47,6 +52,13 @@ def rotation(names: Sequence[str], step: int) -> list[str]:
     return [*names[shift:], *names[:shift]]
 
 
+def run_order(names: Sequence[str], step: int) -> list[str]:
+    """The run order of the variants for the `step`th question: `names` rotated by `step`, reversed
+    on every other cycle of rotations."""
+    order = rotation(names, step)
+    return order if (step // len(names)) % 2 == 0 else order[::-1]
+
+
 def interleaved(
     variants: Mapping[str, Callable[[Query], object]],
     queries: Sequence[Query],
@@ -54,7 +66,8 @@ def interleaved(
     rounds: int = 1,
     warmup_queries: int = 10,
 ) -> dict[str, list[float]]:
-    """Milliseconds per call of every variant on every question, A B C, B C A, C A B, ...
+    """Milliseconds per call of every variant on every question, A B C, B C A, C A B, then
+    C B A, A C B, B A C, ...
 
     A warm-up pass over the first `warmup_queries` questions runs the same loop unrecorded: it
     fills the buffer cache, prepares the statements and lets PostgreSQL settle on a generic or
@@ -67,7 +80,7 @@ def interleaved(
     step = 0
     for pass_queries, recording in passes:
         for query in pass_queries:
-            for name in rotation(names, step):
+            for name in run_order(names, step):
                 started = time.perf_counter_ns()
                 variants[name](query)
                 elapsed_ms = (time.perf_counter_ns() - started) / 1e6

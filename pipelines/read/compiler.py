@@ -275,7 +275,7 @@ def _finish(
     where: str,
 ) -> CompiledStatement:
     try:
-        converted, binds = positional(tree, declared)
+        converted, binds = positional(_coalesce_as_case(tree), declared)
     except BindTypeError as error:
         raise TemplateError(f"{where}: {error}") from None
     return CompiledStatement(
@@ -288,6 +288,31 @@ def _finish(
         ),
         templates=templates,
     )
+
+
+def _coalesce_as_case(tree: exp.Expr) -> exp.Expr:
+    """`tree` with every coalesce() of columns and constants written as the CASE it means.
+
+    Row security lets a join or filter drive an index scan of a confined table only through
+    leakproof expressions, and PostgreSQL counts any COALESCE as possibly leaky (it is not among
+    the node types contain_leaked_vars trusts) while it trusts CASE and IS NULL. A join on a
+    coalesced key, such as a FULL JOIN's merged chunk id, therefore read the whole chunk or document
+    table for a confined caller instead of probing its primary key. Only plain arguments are
+    rewritten, since CASE evaluates an argument twice."""
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        arguments = [node.this, *node.expressions] if isinstance(node, exp.Coalesce) else []
+        if not arguments or not all(isinstance(a, (exp.Column, exp.Literal, exp.Boolean, exp.Null)) for a in arguments):
+            return node
+        return exp.Case(
+            ifs=[
+                exp.If(this=exp.Not(this=exp.Is(this=argument.copy(), expression=exp.Null())), true=argument.copy())
+                for argument in arguments[:-1]
+            ],
+            default=arguments[-1].copy(),
+        )
+
+    return tree.transform(rewrite)
 
 
 def _dense_tables(tree: exp.Expr, catalog: Catalog) -> tuple[str, ...]:

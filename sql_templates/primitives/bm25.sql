@@ -3,7 +3,9 @@
 -- Terms are PostgreSQL's English lexemes (stemmed, stopwords dropped), the same to_tsvector the
 -- bm25_index asset wrote the postings with; a term's frequency in a chunk is its number of positions
 -- and a chunk's length is the sum of its frequencies. Only the postings of the question's own
--- lexemes are read, through the primary key of bm25_posting (term, chunk_id).
+-- lexemes are read, through the primary key of bm25_posting (term, chunk_id), which carries each
+-- posting's frequency, its chunk's length and its scopes: a term's postings are one index-only range
+-- scan, with no heap page and no length lookup per posting (0060).
 --   idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))          (Lucene's variant: never negative)
 --   score(c, q) = sum over t in q of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
 -- N, avglen and df are sums over the rows of bm25_corpus and bm25_term the caller may read: the
@@ -37,17 +39,16 @@ SELECT
         query_term.idf * bm25_posting.term_frequency * (:bm25_k1 + 1)
         / (
             bm25_posting.term_frequency
-            + :bm25_k1 * (1 - :bm25_b + :bm25_b * bm25_chunk_length.length / corpus.average_length)
+            + :bm25_k1 * (1 - :bm25_b + :bm25_b * bm25_posting.chunk_length / corpus.average_length)
         )
     ) AS score
 FROM query_term
 CROSS JOIN LATERAL (
-    SELECT bm25_posting.chunk_id, bm25_posting.term_frequency
+    SELECT bm25_posting.chunk_id, bm25_posting.term_frequency, bm25_posting.chunk_length
     FROM bm25_posting
     WHERE bm25_posting.term = query_term.term
     OFFSET 0  -- @constant: keeps the per-term index probe from being flattened into a join
 ) AS bm25_posting
-JOIN bm25_chunk_length ON bm25_chunk_length.chunk_id = bm25_posting.chunk_id
 CROSS JOIN corpus
 GROUP BY bm25_posting.chunk_id
 ORDER BY score DESC, bm25_posting.chunk_id

@@ -100,8 +100,9 @@ class Planter:
             (id, document_id, position, text, len(text.split()), f"hash-{id}", vector_of(embed_as or text)),
         )
         self.connection.execute(
-            "INSERT INTO bm25_posting (term, chunk_id, term_frequency)"
-            " SELECT lexeme, %s, coalesce(array_length(positions, 1), 1)"
+            "INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length)"
+            " SELECT lexeme, %s, coalesce(array_length(positions, 1), 1),"
+            " sum(coalesce(array_length(positions, 1), 1)) OVER ()"
             " FROM unnest(to_tsvector('english', %s))",
             (id, text),
         )
@@ -128,8 +129,10 @@ class Planter:
             (chunks,),
         )
         self.connection.execute(
-            "INSERT INTO bm25_posting (term, chunk_id, term_frequency)"
-            " SELECT DISTINCT 'zzfiller' || (g %% %s), 'filler#' || (g %% %s + 1), 1 FROM generate_series(1, %s) g",
+            "INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length)"
+            " SELECT term, chunk_id, 1, count(*) OVER (PARTITION BY chunk_id) FROM ("
+            " SELECT DISTINCT 'zzfiller' || (g %% %s) AS term, 'filler#' || (g %% %s + 1) AS chunk_id"
+            " FROM generate_series(1, %s) g) AS filler",
             (terms, chunks, postings),
         )
         self.connection.execute(

@@ -98,3 +98,17 @@ def test_a_primitive_bind_without_a_type_is_refused(tmp_path):
     template.write_text("SELECT entity.id FROM entity WHERE entity.name = :who\n")
     with pytest.raises(TemplateError, match=r"untyped.sql: bind :who has no type"):
         compile_template(template)
+
+
+
+def test_coalesced_columns_compile_as_case_so_row_security_can_probe_an_index_with_them(tmp_path):
+    # PostgreSQL counts COALESCE as possibly leaky and CASE as not: under row security only the
+    # CASE form of a join key (the bridge's merged chunk id, a fact's document) reaches a primary key.
+    template = tmp_path / "keys.sql"
+    template.write_text(
+        "SELECT coalesce(chunk.document_id, chunk.id) AS key, coalesce(lower(chunk.text), '') AS text FROM chunk"
+    )
+    sql = re.sub(r"\s+", " ", compile_template(template).sql)
+    assert "CASE WHEN NOT chunk.document_id IS NULL THEN chunk.document_id ELSE chunk.id END AS key" in sql
+    # An argument that is itself computed stays in COALESCE, which evaluates it once.
+    assert "COALESCE(LOWER(chunk.text), '') AS text" in sql

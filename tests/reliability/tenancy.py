@@ -231,7 +231,7 @@ def plant_world(
         for term in terms:
             counts[term] += 1
         for term, count in counts.items():
-            postings.append((term, chunk_id, count, sorted(scopes)))
+            postings.append((term, chunk_id, count, len(terms), sorted(scopes)))
             world.record("bm25_posting", f"{term}|{chunk_id}", scopes, term)
             document_frequency[term, scopes] += 1
         lengths.append((chunk_id, len(terms), sorted(scopes)))
@@ -239,7 +239,8 @@ def plant_world(
         corpus[scopes][0] += 1
         corpus[scopes][1] += len(terms)
     cursor.executemany(
-        "INSERT INTO bm25_posting (term, chunk_id, term_frequency, scopes) VALUES (%s, %s, %s, %s)", postings
+        "INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length, scopes) VALUES (%s, %s, %s, %s, %s)",
+        postings,
     )
     cursor.executemany("INSERT INTO bm25_chunk_length (chunk_id, length, scopes) VALUES (%s, %s, %s)", lengths)
     # Statistics are kept per scope set of the chunks they count, as the write side keeps them.

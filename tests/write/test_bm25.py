@@ -19,7 +19,8 @@ from pipelines.shipped import SQL_TEMPLATES
 from tests import REPOSITORY
 from pipelines.defs.write import document_assets, jobs
 from pipelines.read.compiler import compile_template
-from pipelines.resources.database import Database, DatabaseResource, connect
+from pipelines.resources.database import Database, DatabaseResource, connect, prepare_database
+from pipelines.resources.migrations import discover_migrations
 from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
 from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.documents.chunks import materialize_chunks
@@ -157,3 +158,34 @@ def test_concurrent_partitions_keep_the_statistics_exact(make_database, tmp_path
         health = statistics_health(connection)
         assert statistics_consistent(health)
         assert health["chunks"] == connection.execute("SELECT count(*) FROM chunk").fetchone()[0] > 0
+
+
+def test_postings_stored_before_they_carried_chunk_lengths_get_them_in_place(
+    indexed_demo: str, embedding_dimension: int
+) -> None:
+    """0060 copies each chunk's length into its postings: a database indexed before it ranks exactly
+    as before, with no re-indexing."""
+    with connect(indexed_demo, autocommit=True) as connection:
+        (migration,) = [m for m in discover_migrations() if m.path.name == "0060_bm25_posting_chunk_length.sql"]
+        # The postings as they were stored before 0060.
+        connection.execute("ALTER TABLE bm25_posting DROP CONSTRAINT bm25_posting_pkey")
+        connection.execute("ALTER TABLE bm25_posting DROP COLUMN chunk_length")
+        connection.execute("ALTER TABLE bm25_posting ADD PRIMARY KEY (term, chunk_id)")
+        connection.execute("DELETE FROM lanegraph_migration WHERE version = %s", (migration.version,))
+    assert migration.path.name in prepare_database(indexed_demo, embedding_dimension)
+    with connect(indexed_demo) as connection:
+        assert statistics_consistent(statistics_health(connection))
+        assert connection.execute("SELECT count(*) FROM bm25_posting WHERE chunk_length IS NULL").fetchone()[0] == 0
+        assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75)
+
+
+def test_a_posting_with_another_length_than_its_chunk_is_reported(indexed_demo: str) -> None:
+    with connect(indexed_demo) as connection:
+        connection.execute(
+            "UPDATE bm25_posting SET chunk_length = chunk_length + 1"
+            " WHERE (term, chunk_id) = (SELECT term, chunk_id FROM bm25_posting ORDER BY term, chunk_id LIMIT 1)"
+        )
+        health = statistics_health(connection)
+        connection.rollback()
+    assert health["wrong_lengths"] == 1
+    assert not statistics_consistent(health)

@@ -26,13 +26,18 @@ WITH input AS (
     JOIN chunk ON chunk.id = input.chunk_id
 ),
 lexeme AS (
-    SELECT input.chunk_id, input.scopes, entry.lexeme AS term, cardinality(entry.positions) AS term_frequency
+    SELECT
+        input.chunk_id,
+        input.scopes,
+        entry.lexeme AS term,
+        cardinality(entry.positions) AS term_frequency,
+        sum(cardinality(entry.positions)) OVER (PARTITION BY input.chunk_id) AS chunk_length
     FROM input
     CROSS JOIN LATERAL unnest(to_tsvector(%(text_search_config)s::regconfig, input.indexed_text)) AS entry
 ),
 posting AS (
-    INSERT INTO bm25_posting (term, chunk_id, term_frequency, scopes)
-    SELECT term, chunk_id, term_frequency, scopes FROM lexeme
+    INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length, scopes)
+    SELECT term, chunk_id, term_frequency, chunk_length, scopes FROM lexeme
     RETURNING term, scopes
 ),
 length AS (
@@ -137,6 +142,8 @@ SELECT
         LEFT JOIN bm25_posting AS posting ON posting.chunk_id = indexed.chunk_id
         GROUP BY indexed.chunk_id, indexed.length
         HAVING coalesce(sum(posting.term_frequency), 0) <> indexed.length
+            -- The ranking reads each posting's copy of its chunk's length.
+            OR bool_or(posting.chunk_length <> indexed.length)
     ) AS wrong) AS wrong_lengths,
     (SELECT count(*) FROM bm25_posting
      WHERE NOT EXISTS (SELECT FROM bm25_chunk_length AS indexed WHERE indexed.chunk_id = bm25_posting.chunk_id)
