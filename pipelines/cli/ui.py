@@ -75,7 +75,7 @@ def run(arguments: argparse.Namespace) -> int:
         try:
             dagster = subprocess.Popen(command, env=environment, start_new_session=True)
             return dagster.wait()
-        except (_StopRequested, KeyboardInterrupt):
+        except _StopRequested:
             if dagster is not None:
                 stop_process_group(dagster, STOP_GRACE_SECONDS)
             print("Dagster UI stopped", file=sys.stderr)
@@ -84,11 +84,16 @@ def run(arguments: argparse.Namespace) -> int:
 
 @contextmanager
 def _stop_requested_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGINT raise _StopRequested inside; the previous handlers come back after. In a
+    """The first SIGTERM or SIGINT raises _StopRequested inside, later ones are ignored (a second
+    Ctrl-C must not break off the stop half done); the previous handlers come back after. In a
     session of its own Dagster no longer gets the terminal's Ctrl-C, so this process passes it on."""
+    requested = False
 
     def request_stop(number: int, frame: FrameType | None) -> None:
-        raise _StopRequested(signal.Signals(number).name)
+        nonlocal requested
+        if not requested:
+            requested = True
+            raise _StopRequested(signal.Signals(number).name)
 
     previous = {number: signal.signal(number, request_stop) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
