@@ -111,7 +111,11 @@ def test_ingest_shows_progress_with_counts_and_rate_on_stderr_and_in_the_run_log
         [sys.executable, "-m", "pipelines.cli", "ingest", str(corpus), "--json"],
         capture_output=True, text=True, timeout=900, env={**os.environ, "DATABASE_URL": make_schema_url()},
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    # Status 1 also when an asset check fails, which a corpus this small may do (community coverage
+    # over a few dozen entities); the progress lines are what is tested here.
+    assert result.returncode in (0, 1), result.stderr[-3000:]
+    report = json.loads(result.stdout)
+    assert report["assets"] and not report["skipped"], result.stdout
 
     printed = [COUNTS.match(line) for line in result.stderr.splitlines()]
     finished = {(match["step"], match["unit"]) for match in printed if match and match["done"] == match["total"]}
@@ -125,7 +129,7 @@ def test_ingest_shows_progress_with_counts_and_rate_on_stderr_and_in_the_run_log
     ]:
         assert any(name == step and found.startswith(unit) for name, found in finished), f"no finished {step}: {unit}"
 
-    run_ids = json.loads(result.stdout)["run_ids"]
+    run_ids = report["run_ids"]
     with dg.DagsterInstance.get() as instance:
         messages = [entry.user_message for run_id in run_ids for entry in instance.all_logs(run_id) if not entry.is_dagster_event]
     in_run_log = [COUNTS.match(message) for message in messages]
