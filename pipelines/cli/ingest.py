@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.errors import InputError
-from pipelines.write.progress import listening
+from pipelines.write.progress import StepProgress, listening
 from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
 
 
@@ -72,22 +72,24 @@ def quiet_dagster() -> None:
 
 
 @contextmanager
-def progress_on_stderr(min_interval_seconds: float = 0.5) -> Iterator[None]:
-    """One line per step on stderr: redrawn in place on a terminal, else printed now and then."""
+def progress_on_stderr(redraw_seconds: float = 0.5) -> Iterator[None]:
+    """Each long step's progress on stderr: one line redrawn in place on a terminal, else the
+    step's paced lines (the ones its run log gets), so a log file is not flooded."""
     interactive = sys.stderr.isatty()
-    last_printed: dict[str, float] = {}
+    last_drawn: dict[tuple[str, str], float] = {}
 
-    def show(step: str, done: int, total: int, unit: str) -> None:
-        finished = done >= total
-        now = time.monotonic()
-        if not finished and now - last_printed.get(step, 0.0) < min_interval_seconds:
+    def show(progress: StepProgress) -> None:
+        if not interactive:
+            if progress.logged:
+                sys.stderr.write(progress.line() + "\n")
+                sys.stderr.flush()
             return
-        last_printed[step] = now
-        line = f"{step}: {done}/{total} {unit}"
-        if interactive:
-            sys.stderr.write(f"\r\033[K{line}" + ("\n" if finished else ""))
-        else:
-            sys.stderr.write(line + "\n")
+        now = time.monotonic()
+        phase = (progress.step, progress.unit)
+        if not progress.finished and now - last_drawn.get(phase, 0.0) < redraw_seconds:
+            return
+        last_drawn[phase] = now
+        sys.stderr.write(f"\r\033[K{progress.line()}" + ("\n" if progress.finished else ""))
         sys.stderr.flush()
 
     with listening(show):

@@ -24,7 +24,7 @@ from pipelines.evaluation.dataset import Dataset, corpus_fingerprint, database_s
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.errors import InputError
-from pipelines.write.progress import ProgressListener, listening
+from pipelines.write.progress import ProgressListener, StepProgress, listening
 from pipelines.orchestration.runner import ingest
 
 EVAL_DATABASE_PREFIX = "lanegraph_eval_"
@@ -82,10 +82,12 @@ def reset_eval_database(dataset_name: str) -> None:
             connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def _forward_finished_steps(progress: Progress) -> ProgressListener:
-    def listener(step: str, done: int, total: int, unit: str) -> None:
-        if done == total:
-            progress(f"  {step}: {total} {unit}")
+def _forward_logged_lines(progress: Progress) -> ProgressListener:
+    """The steps' paced lines (the ones their run log gets): a build runs for many minutes, and its
+    progress goes to a terminal and to the retrieval_eval asset's run log alike."""
+    def listener(step: StepProgress) -> None:
+        if step.logged:
+            progress(f"  {step.line()}")
 
     return listener
 
@@ -93,7 +95,7 @@ def _forward_finished_steps(progress: Progress) -> ProgressListener:
 def _ingest(url: str, corpus: Path, definitions: dg.Definitions, progress: Progress) -> None:
     # A throwaway Dagster instance: the evaluation's partitions and runs belong to its own
     # database and must not show up in the asset history of the user's instance.
-    with dg.DagsterInstance.ephemeral() as instance, listening(_forward_finished_steps(progress)):
+    with dg.DagsterInstance.ephemeral() as instance, listening(_forward_logged_lines(progress)):
         ingest(corpus, definitions=definitions, instance=instance, database_url=url)
 
 

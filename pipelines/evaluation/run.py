@@ -31,6 +31,7 @@ from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.errors import InputError
 from pipelines.resources.read_servers import ReadServers
+from pipelines.write.progress import step_progress
 
 DEFAULT_CUTOFFS = (2, 5, 10)
 Progress = Callable[[str], None]
@@ -141,8 +142,10 @@ def run_arm(
     chunk_documents: dict[str, str],
     depth: int,
     reads: ReadServers | None = None,
+    answered: Callable[[int], None] = lambda count: None,
 ) -> ArmOutcome:
-    """Every question through the arm; find arms read from `reads` when given."""
+    """Every question through the arm, telling `answered` how many are done; find arms read from
+    `reads` when given."""
     if arm.ranking == PPR_ARM:
         retrieve = _ppr_retriever(database, arm, embedder)
     elif arm.ranking:
@@ -154,12 +157,13 @@ def run_arm(
     rankings: dict[str, list[str]] = {}
     latencies_ms: list[float] = []
     prompts: dict[str, str] = {}
-    for question in questions:
+    for count, question in enumerate(questions, start=1):
         started = time.perf_counter()
         retrieved = retrieve(question.text)
         latencies_ms.append((time.perf_counter() - started) * 1000)
         rankings[question.id] = passage_ranking(retrieved.sources, chunk_documents)
         prompts[question.id] = _prompt(database, arm, retrieved)
+        answered(count)
     return ArmOutcome(arm.name, rankings, latencies_ms, prompts)
 
 
@@ -190,10 +194,8 @@ def evaluate(request: EvaluationRequest, progress: Progress = lambda _: None) ->
             chunk_documents = load_chunk_documents(connection)
         embedder = QuestionVectors(EmbedderResource.from_settings(config.pipeline.embedding).get_embedder(), [question.text for question in questions])
         for arm in arms:
-            started = time.perf_counter()
             outcomes.append(
                 run_arm(database, arm, questions, embedder=embedder, chunk_documents=chunk_documents, depth=depth,
-                        reads=reads)
+                        reads=reads, answered=step_progress(f"arm {arm.name}", len(questions), "questions", progress))
             )
-            progress(f"arm {arm.name}: {len(questions)} questions in {time.perf_counter() - started:.1f} s")
     return build_report(dataset.name, request.split, questions, outcomes, cutoffs)

@@ -12,7 +12,7 @@ INSTANCE_SETTINGS = Path(__file__).with_name("dagster.yaml")
 
 
 def ensure_dagster_home() -> Path:
-    """DAGSTER_HOME if set, else `<data dir>/dagster`, holding our dagster.yaml (telemetry off)."""
+    """DAGSTER_HOME if set, else `<data dir>/dagster`, holding our dagster.yaml (telemetry and the first-visit dialog off)."""
     home = Path(os.environ.get("DAGSTER_HOME") or data_dir() / "dagster").resolve()
     home.mkdir(parents=True, exist_ok=True)
     settings = home / "dagster.yaml"

@@ -1,22 +1,90 @@
-"""Progress of long write steps, for whoever runs them in this process (the command line's bar).
+"""Progress of long write steps, with counts, rate and time left, for whoever runs them in this
+process (the command line) and for the run's event log (the UI).
 
 Dagster runs the assets of `lanegraph ingest` in-process, so a listener registered here sees every
-batch a step finishes; steps also log the same progress to the run's event log for the UI.
+update a step reports. Every update is also weighed for the run log: each log line is an event in
+the run's history, so a step writes its first and last update and, in between, one line per tenth of
+the work or per half minute, never two within a couple of seconds. Listeners that print lines rather
+than redraw one (a log file, a pipe) print exactly those.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
 
 Log = Callable[[str], None]
-# (step name, units done, units in total, unit name)
-ProgressListener = Callable[[str, int, int, str], None]
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+# The pace of logged lines: at most one per MIN_LOG_SECONDS, and one whenever another of LOG_PARTS
+# equal parts of the work is done or MAX_SILENT_SECONDS passed without a line.
+MIN_LOG_SECONDS = 2.0
+MAX_SILENT_SECONDS = 30.0
+LOG_PARTS = 10
+# Texts per embedding call in a step that shows progress: an update per call comes every few seconds
+# even on a slow, busy CPU, and the model still fills its own batches.
+EMBED_SLICE = 128
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """Where a step stands: `done` of `total` units, `seconds` after it began."""
+
+    step: str
+    done: int
+    total: int
+    unit: str
+    seconds: float
+    # Written to the run log as well: the step's paced lines (first, last, every tenth or half minute).
+    logged: bool
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    def line(self) -> str:
+        counts = f"{self.step}: {self.done:,}/{self.total:,} {self.unit}"
+        if self.done == 0 or self.seconds <= 0:
+            return counts
+        rate = self.done / self.seconds
+        if self.finished:
+            return f"{counts} in {duration(self.seconds)} ({per_second(rate)})"
+        left = (self.total - self.done) / rate
+        return f"{counts} ({100 * self.done // self.total}%, {per_second(rate)}, about {duration(left)} left)"
+
+
+ProgressListener = Callable[[StepProgress], None]
 
 _listeners: list[ProgressListener] = []
 _lock = threading.Lock()
+
+
+def silent(message: str) -> None:
+    """For a caller that wants no progress lines."""
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def per_second(rate: float) -> str:
+    """A rate that stays readable for slow steps too (a few documents a minute)."""
+    if rate >= 10:
+        return f"{rate:,.0f}/s"
+    if rate >= 1:
+        return f"{rate:.1f}/s"
+    return f"{rate * 60:.1f}/min"
 
 
 @contextmanager
@@ -30,26 +98,48 @@ def listening(listener: ProgressListener) -> Iterator[None]:
             _listeners.remove(listener)
 
 
-def report_progress(step: str, done: int, total: int, unit: str) -> None:
+def _tell_listeners(progress: StepProgress) -> None:
     with _lock:
         listeners = list(_listeners)
     for listener in listeners:
-        listener(step, done, total, unit)
+        listener(progress)
 
 
-def step_progress(
-    step: str, total: int, unit: str, log: Log, log_interval_seconds: float = 10.0
-) -> Callable[[int], None]:
-    """A callback for `done` units of a step: tells the listeners, and writes a log line now and
-    then (every log line is an event in the run's history, so one per unit would swamp it)."""
-    last_logged = time.monotonic()
+def step_progress(step: str, total: int, unit: str, log: Log) -> Callable[[int], None]:
+    """A callback for `done` units of a step that tells the listeners and writes the paced lines to
+    `log`. It announces the step at once (0 of total), so a slow first batch is not silent; a step
+    with nothing to do says nothing."""
+    started = time.monotonic()
+    last_logged = started
+    next_part = 1
 
     def advance(done: int) -> None:
-        nonlocal last_logged
-        report_progress(step, done, total, unit)
+        nonlocal last_logged, next_part
+        if total <= 0:
+            return
         now = time.monotonic()
-        if done >= total or now - last_logged >= log_interval_seconds:
+        parts_done = done * LOG_PARTS // total
+        logged = (
+            done == 0
+            or done >= total
+            or (now - last_logged >= MIN_LOG_SECONDS and (parts_done >= next_part or now - last_logged >= MAX_SILENT_SECONDS))
+        )
+        progress = StepProgress(step, done, total, unit, now - started, logged)
+        if logged:
             last_logged = now
-            log(f"{step}: {done}/{total} {unit}")
+            next_part = parts_done + 1
+            log(progress.line())
+        _tell_listeners(progress)
 
+    advance(0)
     return advance
+
+
+def embed_showing_progress(embed: Embed, texts: Sequence[str], advance: Callable[[int], None], done_before: int = 0) -> np.ndarray:
+    """The texts' vectors, embedded EMBED_SLICE at a time with `advance(done_before + embedded)` after
+    each slice: embedding is the slow part of most steps, and one call over thousands is silent."""
+    parts = []
+    for start in range(0, len(texts), EMBED_SLICE):
+        parts.append(embed(texts[start : start + EMBED_SLICE]))
+        advance(done_before + start + len(parts[-1]))
+    return np.concatenate(parts) if parts else embed(texts)

@@ -156,4 +156,5 @@ def test_a_server_killed_under_ingest_ends_in_one_line_that_says_so(
     assert status == 2 and len(errors) == 1, stderr
     assert "lost the" in errors[0] and "run the same command again" in errors[0], errors[0]
     others = [line for line in lines if line not in errors]
-    assert all(re.fullmatch(r"[a-z_0-9]+: \d+/\d+ \w+", line) for line in others), others
+    # Progress lines: "documents: 4/4 sources in 0.0 s (85/s)".
+    assert all(re.fullmatch(r"[a-z_0-9 ]+: [\d,]+/[\d,]+ [\w ]+( in [\d.]+ s)?( \(.+\))?", line) for line in others), others

@@ -20,7 +20,7 @@ from pipelines.resources.embedder import Embedder, EmbeddingError
 from pipelines.write.documents import document_sql as q
 from pipelines.write.batches import BatchWriter
 from pipelines.write.documents.chunking import indexed_text
-from pipelines.write.progress import Log, step_progress
+from pipelines.write.progress import Log, embed_showing_progress, step_progress
 from pipelines.write.report import StepReport
 
 STEP = "chunk_embeddings"
@@ -53,8 +53,8 @@ def materialize_embeddings(
         batch_size=batch_size,
         report=report,
         describe=lambda item: f"chunk {item.chunk_id}",
-        on_flush=step_progress(STEP, len(stale), "chunks", log),
     )
+    advance = step_progress(STEP, len(stale), "chunks embedded", log)
     model_seconds = 0.0
     for start in range(0, len(stale), batch_size):
         group = {
@@ -64,7 +64,9 @@ def materialize_embeddings(
         with database.connection() as connection:
             texts = connection.execute(q.CHUNK_TEXTS, {"ids": list(group)}).fetchall()
         started = time.perf_counter()
-        vectors = embedder.embed([indexed_text(title, text) for _, title, text in texts])
+        vectors = embed_showing_progress(
+            embedder.embed, [indexed_text(title, text) for _, title, text in texts], advance, done_before=start
+        )
         model_seconds += time.perf_counter() - started
         if vectors.shape != (len(texts), embedder.dimension):
             raise EmbeddingError(

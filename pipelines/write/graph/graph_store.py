@@ -27,18 +27,19 @@ from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy
 from pipelines.write.extraction.ontology import ENTITY_KINDS
+from pipelines.write.progress import Embed, Log, embed_showing_progress, silent, step_progress
 from pipelines.write.summaries.raptor import RaptorNode, build_tree
 
-Embed = Callable[[Sequence[str]], np.ndarray]
 Item = TypeVar("Item")
-Progress = Callable[[str], None]
+# Rows embedded and written per round by _embed_missing.
 EMBED_BATCH = 512
 TOP_ENTITY_COUNT = 10
 LABEL_MEMBERS = 3
-
-
-def _quiet(message: str) -> None:
-    """Progress goes nowhere unless a caller asks for it."""
+# The steps' names in progress lines: the assets they build.
+GRAPH_STEP = "entity_graph"
+COMMUNITIES_STEP = "communities"
+PROFILES_STEP = "entity_profiles"
+RAPTOR_STEP = "raptor_levels"
 
 
 def union_scopes(scope_lists: Iterable[Sequence[str]]) -> list[str]:
@@ -68,16 +69,16 @@ class GraphReport:
 
 def _embed_missing(
     database: Database, select: str, update: str, text_of: Callable[[tuple], str], key_of: Callable[[tuple], dict],
-    embed: Embed, progress: Progress, what: str,
+    embed: Embed, log: Log, what: str,
 ) -> int:
     with database.connection() as connection:
         rows = connection.execute(select).fetchall()
+    advance = step_progress(GRAPH_STEP, len(rows), f"{what} embedded", log)
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
-        vectors = embed([text_of(row) for row in batch])
+        vectors = embed_showing_progress(embed, [text_of(row) for row in batch], advance, done_before=start)
         with database.connection() as connection:
             connection.cursor().executemany(update, [{**key_of(row), "embedding": v} for row, v in zip(batch, vectors)])
-        progress(f"embedded {min(start + EMBED_BATCH, len(rows))}/{len(rows)} {what}")
     return len(rows)
 
 
@@ -91,7 +92,7 @@ def kind_text(name: str, description: str) -> str:
     return f"{name}: {description}"
 
 
-def refresh_entity_graph(database: Database, embed: Embed, progress: Progress = _quiet) -> GraphReport:
+def refresh_entity_graph(database: Database, embed: Embed, log: Log = silent) -> GraphReport:
     report = GraphReport()
     with database.connection() as connection, connection.transaction():
         report.kinds_reconciled = connection.execute(q.RECONCILE_KINDS, {"kind_priority": list(ENTITY_KINDS)}).rowcount
@@ -99,15 +100,15 @@ def refresh_entity_graph(database: Database, embed: Embed, progress: Progress = 
         report.degrees_updated = connection.execute(q.UPDATE_DEGREES).rowcount
     report.facts_embedded = _embed_missing(
         database, q.FACT_STATEMENTS_WITHOUT_EMBEDDING, q.SET_FACT_EMBEDDING,
-        lambda row: row[0], lambda row: {"ids": row[1]}, embed, progress, "fact statements",
+        lambda row: row[0], lambda row: {"ids": row[1]}, embed, log, "fact statements",
     )
     report.entities_embedded = _embed_missing(
         database, q.ENTITIES_WITHOUT_EMBEDDING, q.SET_ENTITY_EMBEDDING,
-        lambda row: entity_text(row[1], row[2]), lambda row: {"id": row[0]}, embed, progress, "entities",
+        lambda row: entity_text(row[1], row[2]), lambda row: {"id": row[0]}, embed, log, "entities",
     )
     report.kinds_embedded = _embed_missing(
         database, q.KINDS_WITHOUT_EMBEDDING, q.SET_KIND_EMBEDDING,
-        lambda row: kind_text(row[0], row[1]), lambda row: {"name": row[0]}, embed, progress, "entity kinds",
+        lambda row: kind_text(row[0], row[1]), lambda row: {"name": row[0]}, embed, log, "entity kinds",
     )
     with database.connection() as connection:
         cursor = connection.execute(q.GRAPH_STATISTICS)
@@ -131,13 +132,15 @@ class CommunityReport:
 
 
 def build_communities(
-    database: Database, settings: CommunitySettings, summarizer: Summarizer, embed: Embed, progress: Progress = _quiet
+    database: Database, settings: CommunitySettings, summarizer: Summarizer, embed: Embed, log: Log = silent
 ) -> CommunityReport:
     with database.connection() as connection:
         vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
         edges = connection.execute(q.ENTITY_EDGES).fetchall()
         entities = {row[0]: row for row in connection.execute(q.ENTITY_NAMES, {"ids": vertices})}
     nodes: list[CommunityNode] = []
+    partitioned = step_progress(COMMUNITIES_STEP, len(vertices), "entities partitioned by Leiden", log)
+    done = 0
     for group in by_scope_set(vertices, lambda vertex: entities[vertex][4]):
         offset = len(nodes)
         nodes += [
@@ -147,7 +150,9 @@ def build_communities(
                 max_levels=settings.max_levels, seed=settings.seed,
             )
         ]
-    progress(f"Leiden found {len(nodes)} communities over {len(vertices)} entities")
+        done += len(group)
+        partitioned(done)
+    summarised = step_progress(COMMUNITIES_STEP, len(nodes), "communities summarised", log)
     rows = []
     with database.connection() as connection:
         for node in nodes:
@@ -164,7 +169,12 @@ def build_communities(
                 "scopes": union_scopes([entities[m][4] for m in node.members] + [s for _, s in facts]),
                 "parent": node.parent,
             })
-    vectors = embed([f"{row['label']}: {row['summary']}" for row in rows]) if rows else []
+            summarised(len(rows))
+    vectors = embed_showing_progress(
+        embed,
+        [f"{row['label']}: {row['summary']}" for row in rows],
+        step_progress(COMMUNITIES_STEP, len(rows), "communities embedded", log),
+    )
     with database.connection() as connection, connection.transaction():
         connection.execute(q.REPLACE_COMMUNITIES)
         for row, vector in zip(rows, vectors):
@@ -185,25 +195,27 @@ class ProfileReport:
 
 
 def build_profiles(
-    database: Database, min_degree: int, summarizer: Summarizer, embed: Embed, progress: Progress = _quiet
+    database: Database, min_degree: int, summarizer: Summarizer, embed: Embed, log: Log = silent
 ) -> ProfileReport:
     rows = []
     with database.connection() as connection:
         candidates = connection.execute(q.PROFILE_CANDIDATES, {"min_degree": min_degree}).fetchall()
-        for entity_id, name, kind, scopes in candidates:
+        advance = step_progress(PROFILES_STEP, len(candidates), "entities summarised", log)
+        for done, (entity_id, name, kind, scopes) in enumerate(candidates, start=1):
             facts = connection.execute(q.ENTITY_FACTS, {"id": entity_id}).fetchall()
-            if not facts:
-                continue
-            summary = summarizer.summarize([statement for statement, _ in facts], topic=name)
-            rows.append({
-                "entity_id": entity_id,
-                # The name leads so the profile is found by a question that names the entity.
-                "summary": f"{name} ({kind}): {summary}",
-                "fact_count": len(facts),
-                "scopes": union_scopes([scopes] + [s for _, s in facts]),
-            })
-    progress(f"summarised {len(rows)} entity profiles")
-    vectors = embed([row["summary"] for row in rows]) if rows else []
+            if facts:
+                summary = summarizer.summarize([statement for statement, _ in facts], topic=name)
+                rows.append({
+                    "entity_id": entity_id,
+                    # The name leads so the profile is found by a question that names the entity.
+                    "summary": f"{name} ({kind}): {summary}",
+                    "fact_count": len(facts),
+                    "scopes": union_scopes([scopes] + [s for _, s in facts]),
+                })
+            advance(done)
+    vectors = embed_showing_progress(
+        embed, [row["summary"] for row in rows], step_progress(PROFILES_STEP, len(rows), "profiles embedded", log)
+    )
     with database.connection() as connection, connection.transaction():
         connection.execute(q.REPLACE_PROFILES)
         for row, vector in zip(rows, vectors):
@@ -219,7 +231,7 @@ class RaptorReport:
 
 
 def build_raptor(
-    database: Database, settings: RaptorSettings, summarizer: Summarizer, embed: Embed, progress: Progress = _quiet
+    database: Database, settings: RaptorSettings, summarizer: Summarizer, embed: Embed, log: Log = silent
 ) -> RaptorReport:
     with database.connection() as connection:
         leaves = connection.execute(q.RAPTOR_LEAVES).fetchall()
@@ -238,7 +250,8 @@ def build_raptor(
             reduced_dimensions=settings.reduced_dimensions,
             covariance=settings.covariance,
             seed=settings.seed,
-            progress=progress,
+            step=RAPTOR_STEP,
+            log=log,
         )
     with database.connection() as connection, connection.transaction():
         connection.execute(q.REPLACE_RAPTOR)

@@ -18,6 +18,8 @@ import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture
 
+from pipelines.write.progress import Log, step_progress
+
 # Candidate component counts beyond this many are sampled on a geometric grid, not tried one by one.
 EXHAUSTIVE_CANDIDATES = 12
 
@@ -40,9 +42,11 @@ def candidate_counts(upper: int) -> list[int]:
 
 
 def cluster_vectors(
-    vectors: np.ndarray, *, max_clusters: int, reduced_dimensions: int, covariance: str, seed: int
+    vectors: np.ndarray, *, max_clusters: int, reduced_dimensions: int, covariance: str, seed: int,
+    step: str, log: Log,
 ) -> list[list[int]]:
-    """Groups of row indices; the number of groups is BIC-chosen and at most `max_clusters`."""
+    """Groups of row indices; the number of groups is BIC-chosen and at most `max_clusters`. Fitting
+    the candidate mixtures is the slow part over many vectors, so each fit counts as progress of `step`."""
     count = len(vectors)
     upper = min(max_clusters, count)
     if upper <= 1:
@@ -50,12 +54,15 @@ def cluster_vectors(
     dimensions = min(reduced_dimensions, count - 1, vectors.shape[1])
     reduced = PCA(n_components=dimensions, random_state=seed).fit_transform(vectors)
     best: tuple[float, np.ndarray] | None = None
-    for components in candidate_counts(upper):
+    candidates = candidate_counts(upper)
+    fitted = step_progress(step, len(candidates), f"mixtures fitted over {count:,} vectors", log)
+    for done, components in enumerate(candidates, start=1):
         mixture = GaussianMixture(n_components=components, covariance_type=covariance, random_state=seed, reg_covar=1e-4)
         mixture.fit(reduced)
         bic = mixture.bic(reduced)
         if best is None or bic < best[0]:
             best = (bic, mixture.predict(reduced))
+        fitted(done)
     labels = best[1]
     groups: dict[int, list[int]] = {}
     for row, label in enumerate(labels):
@@ -82,20 +89,26 @@ def build_tree(
     reduced_dimensions: int,
     covariance: str,
     seed: int,
-    progress: Callable[[str], None] = lambda message: None,
+    step: str,
+    log: Log,
 ) -> list[RaptorNode]:
-    """Every node of the tree, level 1 (clusters of leaves) first."""
+    """Every node of the tree, level 1 (clusters of leaves) first; progress lines name `step` and the level."""
     ids, texts, vectors, scopes = list(leaf_ids), list(leaf_texts), np.asarray(leaf_vectors), [tuple(s) for s in leaf_scopes]
     nodes: list[RaptorNode] = []
     for level in range(1, max_levels + 1):
         if not ids or (level > 1 and len(ids) <= root_count):
             break
         limit = root_count if level == max_levels else min(max_clusters, math.ceil(len(ids) / 2))
+        level_step = f"{step} level {level}"
         groups = cluster_vectors(
-            vectors, max_clusters=max(1, limit), reduced_dimensions=reduced_dimensions, covariance=covariance, seed=seed
+            vectors, max_clusters=max(1, limit), reduced_dimensions=reduced_dimensions, covariance=covariance, seed=seed,
+            step=level_step, log=log,
         )
-        progress(f"RAPTOR level {level}: {len(ids)} nodes into {len(groups)} clusters")
-        summaries = [summarize([texts[i] for i in group]) for group in groups]
+        summarised = step_progress(level_step, len(groups), f"clusters of {len(ids):,} nodes summarised", log)
+        summaries = []
+        for group in groups:
+            summaries.append(summarize([texts[i] for i in group]))
+            summarised(len(summaries))
         embeddings = embed(summaries)
         level_nodes = [
             RaptorNode(
