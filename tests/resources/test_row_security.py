@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 
@@ -14,11 +15,11 @@ from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension
-from pipelines.resources.scopes import ScopedRole, normalize_scopes, parse_scopes
+from pipelines.resources.scopes import ConfinedLogin, ScopedRole, normalize_scopes, parse_scopes
 
 # Bookkeeping without scopes: the migrations', and the write side's registry of source files. No
 # caller role may read them (checked below), so they need no row security.
-SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting", "document_source"}
+SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting", "lanegraph_confined_login", "document_source"}
 POLICIES = {
     "lanegraph_owner", "lanegraph_reader_select", "lanegraph_writer_select", "lanegraph_writer_insert",
     "lanegraph_writer_update", "lanegraph_writer_delete",
@@ -94,13 +95,24 @@ def test_every_scoped_table_has_statistics_a_confined_planner_may_use(database: 
     assert missing == []
 
 
-def test_the_caller_roles_cannot_bypass_row_security(database: Database) -> None:
+def test_the_caller_roles_and_their_logins_hold_nothing_privileged(database: Database) -> None:
     with database.connection() as connection:
         roles = connection.execute(
-            "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = ANY(%s)",
+            "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin, rolinherit, "
+            "ARRAY(SELECT m.roleid::regrole::text FROM pg_auth_members m WHERE m.member = r.oid) "
+            "FROM pg_roles r WHERE rolname = ANY(%s) "
+            "OR rolname IN (SELECT login FROM lanegraph_confined_login)",
             ([role.value for role in ScopedRole],),
         ).fetchall()
-    assert sorted(roles) == [("lanegraph_reader", False, False, False), ("lanegraph_writer", False, False, False)]
+        logins = dict(connection.execute("SELECT login, caller_role FROM lanegraph_confined_login").fetchall())
+    assert sorted(logins.values()) == ["lanegraph_reader", "lanegraph_writer"]
+    for name, superuser, bypass, can_login, inherits, member_of in roles:
+        assert not superuser and not bypass, name
+        if name in logins:
+            assert can_login and not inherits and member_of == [logins[name]], name
+        else:
+            assert not can_login and member_of == [], name
+    assert len(roles) == 4
 
 
 @pytest.mark.parametrize(
@@ -131,15 +143,115 @@ def test_no_scopes_setting_means_no_rows(tenants: Database, role: ScopedRole) ->
         assert visible_documents(connection) == set()
 
 
-def test_a_scoped_block_cannot_commit_and_returns_the_connection_unscoped(tenants: Database) -> None:
+def confined_backends(database: Database) -> int:
+    """Server processes logged in as this schema's confined logins, once closed ones have exited."""
+    with database.connection() as connection:
+        logins = [login for (login,) in connection.execute("SELECT login FROM lanegraph_confined_login")]
+    deadline = time.monotonic() + 10
+    while True:
+        with database.connection() as connection:
+            count = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = ANY(%s)", (logins,)
+            ).fetchone()[0]
+        # A closed connection's backend exits a moment after the client hangs up.
+        if count == 0 or time.monotonic() > deadline:
+            return count
+
+
+def test_a_confined_block_cannot_commit_and_leaves_no_connection_behind(tenants: Database) -> None:
     with pytest.raises(psycopg.ProgrammingError):
         with tenants.connection(["a"]) as connection:
             connection.commit()
+    for scopes, role in ((["a"], ScopedRole.READER), (["b"], ScopedRole.WRITER), ([], ScopedRole.READER)):
+        with tenants.connection(scopes, role=role) as connection:
+            visible_documents(connection)
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        with tenants.connection(["a"]) as connection:
+            connection.execute("SELECT FROM no_such_table")
+    assert confined_backends(tenants) == 0
+
+
+# Statements a caller might run to leave its confinement, with `{owner}` for the role that owns the
+# tables. Each either fails or leaves the session where it was.
+ESCAPES = [
+    "RESET ROLE",
+    "SET ROLE {owner}",
+    "SET ROLE lanegraph_writer",
+    "SET ROLE lanegraph_reader",
+    "SET ROLE NONE",
+    "SET SESSION AUTHORIZATION {owner}",
+    "RESET SESSION AUTHORIZATION",
+    "RESET ALL",
+    "DISCARD ALL",
+    "SELECT set_config('lanegraph.scopes', '{{a,b}}', false)",
+    "SELECT set_config('lanegraph.scopes', '{{a,b}}', true)",
+    "SET lanegraph.scopes = '{{b}}'",
+    "RESET lanegraph.scopes_signature",
+]
+
+
+def documents_after(connection: psycopg.Connection, statement: str) -> set[str] | str:
+    """The documents the session sees after running `statement`, or why it may see none."""
+    try:
+        with connection.transaction():
+            connection.execute(statement)
+    except psycopg.Error as error:
+        return f"refused: {error.diag.message_primary}"
+    try:
+        with connection.transaction():
+            return visible_documents(connection)
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedTable):
+        # The login itself holds no rights, not even to see the schema's tables.
+        return "no rights left"
+
+
+@pytest.mark.parametrize("role", list(ScopedRole))
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_caller_written_sql_cannot_leave_the_confinement(tenants: Database, role: ScopedRole, escape: str) -> None:
     with tenants.connection() as connection:
-        role, setting = connection.execute(
-            "SELECT current_user, current_setting('lanegraph.scopes', true)"
+        owner = connection.execute("SELECT current_user").fetchone()[0]
+    with tenants.connection(["a"], role=role) as connection:
+        seen = documents_after(connection, escape.format(owner=owner))
+        assert isinstance(seen, str) or seen <= {"public", "a"}, (escape, seen)
+        # Whatever the statement did, the next statements of the block stay confined too.
+        again = documents_after(connection, "SELECT 1")
+        assert isinstance(again, str) or again <= {"public", "a"}, (escape, again)
+
+
+def test_a_signature_made_for_another_backend_or_scopes_opens_nothing(tenants: Database) -> None:
+    with tenants.connection(["b"]) as other:
+        stolen_scopes, stolen_signature = other.execute(
+            "SELECT current_setting('lanegraph.scopes'), current_setting('lanegraph.scopes_signature')"
         ).fetchone()
-    assert role != "lanegraph_reader" and not setting
+    with tenants.connection(["a"]) as connection:
+        connection.execute(
+            "SELECT set_config('lanegraph.scopes', %s, false), set_config('lanegraph.scopes_signature', %s, false)",
+            (stolen_scopes, stolen_signature),
+        )
+        assert visible_documents(connection) == set()
+    with tenants.connection(["a"]) as connection:
+        connection.execute("SELECT set_config('lanegraph.scopes', '{a,b}', false)")
+        assert visible_documents(connection) == set()
+
+
+def test_a_confined_session_cannot_read_or_shadow_the_signing_keys(tenants: Database) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with tenants.connection(["a"]) as connection:
+            connection.execute("SELECT signing_key FROM lanegraph_confined_login")
+    with tenants.connection(["a"]) as connection:
+        # A temporary table is found before the schema's: lanegraph_caller_scopes() must not be.
+        connection.execute(
+            "CREATE TEMP TABLE lanegraph_confined_login AS "
+            "SELECT session_user::name AS login, '\\x00'::bytea AS signing_key, "
+            "'' AS password, current_user::name AS caller_role"
+        )
+        forged = ConfinedLogin(ScopedRole.READER, "", "", b"\x00")
+        identity = connection.execute("SELECT lanegraph_backend_identity()").fetchone()[0]
+        connection.execute(
+            "SELECT set_config('lanegraph.scopes', '{a,b}', false), set_config('lanegraph.scopes_signature', %s, false)",
+            (forged.sign(identity, "{a,b}"),),
+        )
+        assert visible_documents(connection) == set()
 
 
 def test_live_fact_does_not_bypass_row_security(database: Database) -> None:
