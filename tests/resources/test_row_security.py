@@ -293,6 +293,10 @@ def test_the_reader_records_access_only_on_facts_it_can_see(database: Database) 
             connection.execute("DELETE FROM document")
 
 
+def writer_id_prefix(connection: psycopg.Connection) -> str:
+    return connection.execute("SELECT lanegraph_caller_id_prefix()").fetchone()[0]
+
+
 def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database) -> None:
     with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
         assert visible_documents(connection) == {"public", "a"}
@@ -300,13 +304,14 @@ def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database)
     with tenants.connection() as connection:
         assert visible_documents(connection) == {"public", "b", "ab"}
     with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
-        plant_documents(connection, {"a2": ["a"]})
+        mine = writer_id_prefix(connection) + "a2"
+        plant_documents(connection, {mine: ["a"]})
         renamed = connection.execute("UPDATE document SET title = 'renamed' RETURNING id").fetchall()
-    assert renamed == [("a2",)]
+    assert renamed == [(mine,)]
     for escalated in (["a", "b"], []):
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
-                plant_documents(connection, {"escalated": escalated})
+                plant_documents(connection, {writer_id_prefix(connection) + "escalated": escalated})
     # Same id as another tenant's document: the upsert may neither overwrite nor reveal it.
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
         with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
@@ -316,6 +321,44 @@ def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database)
             )
     with tenants.connection() as connection:
         assert connection.execute("SELECT body FROM document WHERE id = 'b'").fetchone() == ("body",)
+
+
+def refusal(database: Database, scopes: list[str], statement: str, parameters: tuple = ()) -> str:
+    """What a writer confined to `scopes` is told when `statement` fails ('' when it succeeds)."""
+    try:
+        with database.connection(scopes, role=ScopedRole.WRITER) as connection:
+            connection.execute(statement, parameters)
+    except psycopg.Error as error:
+        return f"{type(error).__name__}: {error.diag.message_primary}"
+    return ""
+
+
+def test_a_writer_cannot_tell_whether_another_tenants_id_exists(tenants: Database) -> None:
+    """Another tenant's id and an id nobody uses get the same refusal, before the unique index or a
+    foreign key could answer "duplicate key" or "no such row" (0052_writer_id_prefix.sql)."""
+    prefixes = {}
+    for scopes in (["a"], ["b"], ["a", "b"]):
+        with tenants.connection(scopes, role=ScopedRole.WRITER) as connection:
+            prefixes[tuple(scopes)] = writer_id_prefix(connection)
+    assert len(set(prefixes.values())) == 3
+    theirs = prefixes[("b",)] + "plan"
+    with tenants.connection(["b"], role=ScopedRole.WRITER) as connection:
+        plant_documents(connection, {theirs: ["b"]})
+    my_chunk = prefixes[("a",)] + "c1"
+    insert_document = "INSERT INTO document (id, body, content_hash, scopes) VALUES (%s, 'x', 'h', '{a}')"
+    insert_chunk = (
+        "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, scopes) "
+        "VALUES (%s, %s, 0, 'x', 1, 'h', '{a}')"
+    )
+    for other_tenants_id in ("b", "ab", theirs):
+        for statement, parameters, unused in (
+            (insert_document, (other_tenants_id,), ("never-used",)),
+            (insert_document + " ON CONFLICT DO NOTHING", (other_tenants_id,), ("never-used",)),
+            (insert_chunk, (my_chunk, other_tenants_id), (my_chunk, "never-used")),
+        ):
+            told = refusal(tenants, ["a"], statement, parameters)
+            assert told == refusal(tenants, ["a"], statement, unused), (statement, other_tenants_id)
+            assert told.startswith("InsufficientPrivilege") and "row-level security" in told, told
 
 
 def plant_chunks(connection: psycopg.Connection, vectors: np.ndarray, scopes_of: Callable[[int], list[str]]) -> None:
