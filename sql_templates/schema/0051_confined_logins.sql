@@ -26,10 +26,16 @@ CREATE TABLE IF NOT EXISTS lanegraph_confined_login (
 -- Only the owner reads the passwords and keys: the caller roles get no rights on this table.
 REVOKE ALL ON lanegraph_confined_login FROM PUBLIC;
 
-DO $logins$
+-- Creates what is missing: the login rows, and the roles themselves, which a restore into another
+-- server lacks (roles are not part of a database's dump). Run by this migration and whenever the
+-- application opens the primary (pipelines/resources/migrations.py).
+CREATE OR REPLACE FUNCTION lanegraph_ensure_confined_logins() RETURNS void
+    LANGUAGE plpgsql
+AS $logins$
 DECLARE
     group_role name;
     login_name name;
+    login_password text;
     grant_advice constant text :=
         'ask an administrator to run: ALTER ROLE ' || quote_ident(current_user) || ' CREATEROLE; '
         'GRANT lanegraph_reader, lanegraph_writer TO ' || quote_ident(current_user)
@@ -42,19 +48,22 @@ BEGIN
                 USING ERRCODE = 'insufficient_privilege',
                       HINT = format('revoke every role granted to %I', group_role);
         END IF;
-        CONTINUE WHEN EXISTS (SELECT FROM lanegraph_confined_login WHERE caller_role = group_role);
-        -- gen_random_uuid() draws 122 bits from the server's strong random source.
-        login_name := group_role || '_' || left(replace(gen_random_uuid()::text, '-', ''), 12);
-        INSERT INTO lanegraph_confined_login (caller_role, login, password, signing_key)
-        VALUES (
-            group_role, login_name,
-            replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
-            decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')
-        );
+        IF NOT EXISTS (SELECT FROM lanegraph_confined_login WHERE caller_role = group_role) THEN
+            -- gen_random_uuid() draws 122 bits from the server's strong random source.
+            INSERT INTO lanegraph_confined_login (caller_role, login, password, signing_key)
+            VALUES (
+                group_role, group_role || '_' || left(replace(gen_random_uuid()::text, '-', ''), 12),
+                replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
+                decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex')
+            );
+        END IF;
+        SELECT l.login, l.password INTO login_name, login_password
+        FROM lanegraph_confined_login l WHERE l.caller_role = group_role;
+        CONTINUE WHEN EXISTS (SELECT FROM pg_roles WHERE rolname = login_name);
         BEGIN
             EXECUTE format(
                 'CREATE ROLE %I LOGIN NOINHERIT NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD %L',
-                login_name, (SELECT password FROM lanegraph_confined_login WHERE caller_role = group_role)
+                login_name, login_password
             );
             EXECUTE format('GRANT %I TO %I WITH INHERIT FALSE, SET TRUE', group_role, login_name);
         EXCEPTION
@@ -65,6 +74,9 @@ BEGIN
     END LOOP;
 END
 $logins$;
+REVOKE ALL ON FUNCTION lanegraph_ensure_confined_logins() FROM PUBLIC;
+
+SELECT lanegraph_ensure_confined_logins();
 
 -- What a scope signature is bound to: this backend's pid while the server runs. (A backend's start
 -- time would also rule out a later backend reusing the pid, but pg_stat_activity hides it from the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import psycopg
@@ -498,23 +498,88 @@ def test_command_line_scopes() -> None:
     assert normalize_scopes(("z", "y")) == ("y", "z")
 
 
-def test_an_owner_that_cannot_switch_roles_gets_the_grant_to_ask_for(
-    server_url: str, embedding_dimension: int
-) -> None:
+@pytest.fixture()
+def unprivileged_owner(server_url: str) -> Iterator[tuple[str, str]]:
+    """A login role that owns a schema of its own and nothing else: (role name, URL as it)."""
     with connect(server_url, autocommit=True) as connection:
         if not connection.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
             pytest.skip("creating a login role needs a superuser on the test server")
         owner = f"lanegraph_owner_{uuid.uuid4().hex[:8]}"
         connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
         connection.execute(sql.SQL("CREATE SCHEMA {0} AUTHORIZATION {0}").format(sql.Identifier(owner)))
-    try:
-        url = psycopg.conninfo.make_conninfo(server_url, user=owner, options=f"-c search_path={owner},public")
-        with pytest.raises(DatabaseError) as raised:
-            prepare_database(url, embedding_dimension)
-        message = str(raised.value)
-        assert "0040_row_security.sql" in message and "\n" not in message
-        assert f"GRANT lanegraph_reader, lanegraph_writer TO {owner} WITH INHERIT FALSE, SET TRUE" in message
-    finally:
-        with connect(server_url, autocommit=True) as connection:
-            connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(owner)))
-            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+    yield owner, psycopg.conninfo.make_conninfo(server_url, user=owner, options=f"-c search_path={owner},public")
+    with connect(server_url, autocommit=True) as connection:
+        logins = connection.execute(
+            "SELECT rolname FROM pg_roles WHERE oid IN (SELECT roleid FROM pg_auth_members WHERE member = %s::regrole) "
+            "AND rolcanlogin",
+            (owner,),
+        ).fetchall()
+        connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(owner)))
+        for (login,) in logins:
+            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+
+
+def test_an_owner_that_cannot_switch_roles_gets_the_grant_to_ask_for(
+    unprivileged_owner: tuple[str, str], embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with pytest.raises(DatabaseError) as raised:
+        prepare_database(url, embedding_dimension)
+    message = str(raised.value)
+    assert "0040_row_security.sql" in message and "\n" not in message
+    assert f"GRANT lanegraph_reader, lanegraph_writer TO {owner} WITH INHERIT FALSE, SET TRUE" in message
+
+
+def test_an_owner_that_cannot_create_the_logins_gets_the_grant_to_ask_for(
+    unprivileged_owner: tuple[str, str], server_url: str, embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("GRANT lanegraph_reader, lanegraph_writer TO {} WITH INHERIT FALSE, SET TRUE").format(
+                sql.Identifier(owner)
+            )
+        )
+    with pytest.raises(DatabaseError) as raised:
+        prepare_database(url, embedding_dimension)
+    message = str(raised.value)
+    assert "0051_confined_logins.sql" in message and "\n" not in message
+    assert f"ALTER ROLE {owner} CREATEROLE" in message and "WITH ADMIN TRUE" in message
+
+
+def test_an_owner_with_the_grants_it_was_told_needs_no_superuser(
+    unprivileged_owner: tuple[str, str], server_url: str, embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("ALTER ROLE {} CREATEROLE").format(sql.Identifier(owner)))
+        connection.execute(
+            sql.SQL("GRANT lanegraph_reader, lanegraph_writer TO {} WITH ADMIN TRUE, INHERIT FALSE, SET TRUE").format(
+                sql.Identifier(owner)
+            )
+        )
+    prepare_database(url, embedding_dimension)
+    with Database(url) as database:
+        with database.connection() as connection:
+            plant_documents(connection, {"public": [], "a": ["a"], "b": ["b"]})
+        with database.connection(["a"]) as connection:
+            assert documents_after(connection, f"SET ROLE {owner}").startswith("refused")  # type: ignore[union-attr]
+            assert visible_documents(connection) == {"public", "a"}
+
+
+def test_opening_the_primary_recreates_a_missing_login_role(
+    make_schema_url: Callable[[], str], server_url: str, embedding_dimension: int
+) -> None:
+    """A database restored into another server keeps its login rows, but roles are not in its dump."""
+    url = make_schema_url()
+    with Database(url) as database:
+        with database.connection() as connection:
+            login = connection.execute(
+                "SELECT login FROM lanegraph_confined_login WHERE caller_role = 'lanegraph_reader'"
+            ).fetchone()[0]
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+    prepare_database(url, embedding_dimension)
+    with Database(url) as database, database.connection(["a"]) as connection:
+        assert connection.execute("SELECT session_user").fetchone()[0] == login
