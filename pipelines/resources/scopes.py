@@ -16,8 +16,9 @@ with the caller's scopes. The write-side assets run as the owner: graph-wide ste
 resolution, BM25 statistics, communities, RAPTOR) must see every tenant's rows to compute anything,
 and a derived row's scopes come from its sources, which the leak test checks through the reader
 (tests/reliability/test_scopes.py). The writer role serves writes made on one caller's behalf: it
-reads like the reader and may change only non-public rows within its scopes, so a tenant can neither
-overwrite another tenant's row of the same id nor publish a row to everyone.
+reads like the reader, may delete only non-public rows within its scopes, and writes only ids under
+its scope set's prefix (0052_writer_id_prefix.sql), so a tenant can neither overwrite another
+tenant's row nor publish a row to everyone, nor learn from a refusal that another tenant's id exists.
 
 This module only names the logins and builds the statements; `Database.connection(scopes=...)`
 opens the connection and runs them.
