@@ -16,6 +16,7 @@ from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension
 from pipelines.resources.scopes import ConfinedLogin, ScopedRole, normalize_scopes, parse_scopes
+from tests.reliability.tenancy import ESCAPES
 
 # Bookkeeping without scopes: the migrations', and the write side's registry of source files. No
 # caller role may read them (checked below), so they need no row security.
@@ -169,25 +170,6 @@ def test_a_confined_block_cannot_commit_and_leaves_no_connection_behind(tenants:
         with tenants.connection(["a"]) as connection:
             connection.execute("SELECT FROM no_such_table")
     assert confined_backends(tenants) == 0
-
-
-# Statements a caller might run to leave its confinement, with `{owner}` for the role that owns the
-# tables. Each either fails or leaves the session where it was.
-ESCAPES = [
-    "RESET ROLE",
-    "SET ROLE {owner}",
-    "SET ROLE lanegraph_writer",
-    "SET ROLE lanegraph_reader",
-    "SET ROLE NONE",
-    "SET SESSION AUTHORIZATION {owner}",
-    "RESET SESSION AUTHORIZATION",
-    "RESET ALL",
-    "DISCARD ALL",
-    "SELECT set_config('lanegraph.scopes', '{{a,b}}', false)",
-    "SELECT set_config('lanegraph.scopes', '{{a,b}}', true)",
-    "SET lanegraph.scopes = '{{b}}'",
-    "RESET lanegraph.scopes_signature",
-]
 
 
 def documents_after(connection: psycopg.Connection, statement: str) -> set[str] | str:
