@@ -82,7 +82,16 @@ def make_schema_url(server_url: str, embedding_dimension: int) -> Iterator[Calla
     yield make
     with connect(server_url, autocommit=True) as connection:
         for schema in created:
+            # Roles outlive schemas: each schema's confined logins go with it, or a DATABASE_URL
+            # server would keep two roles per test.
+            logins = connection.execute(
+                sql.SQL("SELECT login FROM {}.lanegraph_confined_login").format(sql.Identifier(schema))
+            ).fetchall() if connection.execute(
+                "SELECT to_regclass(format('%%I.lanegraph_confined_login', %s::text))", (schema,)
+            ).fetchone()[0] else []
             connection.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            for (login,) in logins:
+                connection.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ DISTRIBUTED = {
 REFERENCE = frozenset({
     "document_source", "entity_kind", "entity", "entity_alias", "profile", "community", "raptor_node",
     "bm25_term", "bm25_corpus", "session_item", "lanegraph_migration", "lanegraph_setting",
+    "lanegraph_confined_login",
 })
 KNOWN_EXCEPTIONS = frozenset({
     "chunk: primary key (id) lacks document_id",

@@ -8,6 +8,7 @@ through `DatabaseResource`; the CLI and tests call `open_database()` directly.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.adapt import AdaptersMap
 from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import PrivateAttr
 
@@ -22,7 +24,14 @@ from pipelines.config import data_dir, default_config_path, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import apply_migrations, check_standby_schema
-from pipelines.resources.scopes import ScopedRole, enter_scopes_statements
+from pipelines.resources.scopes import (
+    CONFINED_LOGINS,
+    PUBLISH_SCOPES,
+    SIGN_SCOPES,
+    ConfinedLogin,
+    ScopedRole,
+    normalize_scopes,
+)
 
 DEFAULT_DATABASE = "lanegraph"
 MINIMUM_SERVER_VERSION = 160000
@@ -73,7 +82,7 @@ def _configure_connection(connection: psycopg.Connection) -> None:
 
 
 class Database:
-    """A pool of connections to one migrated database."""
+    """A pool of owner connections to one migrated database, and confined connections opened per block."""
 
     def __init__(self, url: str, *, max_size: int = 4) -> None:
         self.url = url
@@ -90,26 +99,50 @@ class Database:
         except PoolTimeout:
             self._pool.close()
             raise DatabaseError(_describe_connect_failure(url, TimeoutError("timed out"))) from None
+        # Confined connections are not pooled (each belongs to one block), so this bounds how many
+        # a process holds at once, as the pool's size bounds the owner's.
+        self._confined_slots = threading.BoundedSemaphore(max_size)
+        self._logins_lock = threading.Lock()
+        self._logins: dict[ScopedRole, ConfinedLogin] = {}
+        self._vector_adapters: AdaptersMap | None = None
+
+    def _confined_login(self, role: ScopedRole) -> tuple[ConfinedLogin, AdaptersMap]:
+        """The login for `role`, and an owner connection's adapters (pgvector's types registered),
+        which a confined connection copies instead of looking the types up again."""
+        with self._logins_lock:
+            if self._vector_adapters is None:
+                with self._pool.connection() as connection:
+                    self._logins = {
+                        ScopedRole(caller_role): ConfinedLogin(ScopedRole(caller_role), login, password, key)
+                        for caller_role, login, password, key in connection.execute(CONFINED_LOGINS)
+                    }
+                    self._vector_adapters = connection.adapters
+            return self._logins[role], self._vector_adapters
 
     @contextmanager
     def connection(
         self, scopes: Sequence[str] | None = None, *, role: ScopedRole = ScopedRole.READER
     ) -> Iterator[psycopg.Connection]:
-        """A pooled connection; its transaction commits on success and rolls back on error.
+        """An owner connection from the pool, or a confined one; its transaction commits on success
+        and rolls back on error.
 
         Without `scopes` it acts as the owner and sees every row (the write side). With `scopes` the
-        whole block is one transaction run as `role` under row-level security: it sees only rows
-        whose scopes are all among `scopes` (`[]` = public rows only). `commit()` inside the block
-        is refused, because committing would end the confinement half-way through the block.
+        block gets a connection of its own, logged in as the schema's login for `role`, and runs as
+        one transaction under row-level security: it sees only rows whose scopes are all among
+        `scopes` (`[]` = public rows only), whatever SQL it runs. The connection closes when the block
+        ends. `commit()` inside the block is refused, because committing would end the block's
+        transaction half-way through.
         """
-        statements = None if scopes is None else enter_scopes_statements(scopes, role)
-        with self._pool.connection() as connection:
-            if statements is None:
+        if scopes is None:
+            with self._pool.connection() as connection:
                 yield connection
-                return
+            return
+        caller_scopes = list(normalize_scopes(scopes))
+        login, adapters = self._confined_login(role)
+        with self._confined_slots, connect(login.conninfo(self.url), autocommit=True, context=adapters) as connection:
+            scopes_text, backend_identity = connection.execute(PUBLISH_SCOPES, (caller_scopes,)).fetchone()
+            connection.execute(SIGN_SCOPES, (login.sign(backend_identity, scopes_text),))
             with connection.transaction():
-                for statement, parameters in statements:
-                    connection.execute(statement, parameters)
                 yield connection
 
     def close(self) -> None:

@@ -22,6 +22,8 @@ SCHEMA_DIR = SQL_TEMPLATES / "schema"
 MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 DIMENSION_TOKEN = "{{embedding_dimension}}"
 SQL_COMMENT = re.compile(r"--[^\n]*")
+ENSURE_CONFINED_LOGINS = "SELECT lanegraph_ensure_confined_logins()"
+CONFINED_LOGINS_MIGRATION = "0051_confined_logins.sql"
 # Any fixed number serialises concurrent migrators on one database.
 MIGRATION_LOCK_KEY = 0x4C414E45
 
@@ -113,6 +115,17 @@ def _check_unchanged(connection: psycopg.Connection, migration: Migration, recor
         )
 
 
+def _execute_as_owner(connection: psycopg.Connection, statement: str, source: str) -> None:
+    """Run a schema statement, turning a refused privilege into one line with the grant to ask for."""
+    try:
+        connection.execute(statement)
+    except psycopg.errors.InsufficientPrivilege as error:
+        advice = error.diag.message_hint or (
+            "the role in DATABASE_URL must own the schema (and be allowed to CREATE EXTENSION)"
+        )
+        raise DatabaseError(f"{source}: permission denied ({error.diag.message_primary}); {advice}") from None
+
+
 def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -> list[str]:
     """Apply every migration not yet recorded; return the names applied (empty when up to date)."""
     _require_extensions(connection)
@@ -133,15 +146,7 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
             if migration.version in applied:
                 _check_unchanged(connection, migration, applied[migration.version])
                 continue
-            try:
-                connection.execute(migration.render(embedding_dimension))
-            except psycopg.errors.InsufficientPrivilege as error:
-                advice = error.diag.message_hint or (
-                    "the role in DATABASE_URL must own the schema (and be allowed to CREATE EXTENSION)"
-                )
-                raise DatabaseError(
-                    f"{migration.path.name}: permission denied ({error.diag.message_primary}); {advice}"
-                ) from None
+            _execute_as_owner(connection, migration.render(embedding_dimension), migration.path.name)
             connection.execute(
                 "INSERT INTO lanegraph_migration (version, name, checksum, statement_checksum)"
                 " VALUES (%s, %s, %s, %s)",
@@ -153,6 +158,9 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
             "ON CONFLICT (key) DO NOTHING",
             (str(embedding_dimension),),
         )
+        # A database restored into another server has its login rows but not the roles, which live
+        # outside any one database's dump.
+        _execute_as_owner(connection, ENSURE_CONFINED_LOGINS, CONFINED_LOGINS_MIGRATION)
     return applied_now
 
 

@@ -2,32 +2,43 @@
 
 Every row carries `scopes text[]`; a caller reads a row only if it holds every scope of the row
 (`row.scopes <@ caller scopes`, see sql_templates/schema/0040_row_security.sql; 0042 words the read
-policy so the planner can estimate it and keeps the HNSW indexes for a confined caller). A scoped
-transaction switches to a non-owner role and publishes the caller's scopes in a transaction-local
-setting the policies read, so a statement cannot see other tenants' rows whatever its WHERE says.
+policy so the planner can estimate it and keeps the HNSW indexes for a confined caller).
+
+A confined block is a connection of its own, opened as the schema's login role for the caller role
+and closed when the block ends (0051_confined_logins.sql). The login holds no privileged role, so
+`RESET ROLE`, `SET ROLE` and `SET SESSION AUTHORIZATION` lead nowhere privileged; its scopes are
+published with a signature only the owner's key makes, bound to that backend, so `set_config` of
+other scopes, or a signature seen in another session, leaves the session with no rows. Isolation so
+holds for any statement run in the block, including SQL a caller wrote.
 
 Who runs as what: find, `lanegraph find --scopes` and every fusion primitive run as the reader
 with the caller's scopes. The write-side assets run as the owner: graph-wide steps (entity
 resolution, BM25 statistics, communities, RAPTOR) must see every tenant's rows to compute anything,
 and a derived row's scopes come from its sources, which the leak test checks through the reader
 (tests/reliability/test_scopes.py). The writer role serves writes made on one caller's behalf: it
-reads like the reader and may change only non-public rows within its scopes, so a tenant can neither
-overwrite another tenant's row of the same id nor publish a row to everyone.
+reads like the reader, may delete only non-public rows within its scopes, and writes only ids under
+its scope set's prefix (0052_writer_id_prefix.sql), so a tenant can neither overwrite another
+tenant's row nor publish a row to everyone, nor learn from a refusal that another tenant's id exists.
 
-This module only builds the statements; `Database.connection(scopes=...)` runs them.
+This module only names the logins and builds the statements; `Database.connection(scopes=...)`
+opens the connection and runs them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+import psycopg
 from psycopg import sql
 
 from pipelines.errors import InputError
 
 SCOPES_SETTING = "lanegraph.scopes"
+SCOPES_SIGNATURE_SETTING = "lanegraph.scopes_signature"
 MAX_SCOPE_CHARS = 200
 MAX_SCOPES = 1000
 # A stored row's scope set is also part of btree keys (BM25 statistics per scope set, entities per
@@ -88,25 +99,44 @@ def parse_scopes(text: str, source: str = "--scopes") -> tuple[str, ...]:
     return normalize_scopes([part.strip() for part in text.split(",")], source)
 
 
-def enter_scopes_statements(scopes: Sequence[str], role: ScopedRole) -> list[tuple[sql.Composable, tuple]]:
-    """Statements (with their parameters) that confine the current transaction to `scopes` as `role`.
+@dataclass(frozen=True)
+class ConfinedLogin:
+    """The login a confined block connects as, and the key that signs its scopes (owner-only)."""
 
-    `SET LOCAL` and `set_config(..., true)` end with the transaction, so a pooled connection goes
-    back to the pool as the owner with no scopes. pgvector's iterative index scan is switched on
-    because the policy filters rows after the HNSW scan: without it a tenant owning a small share
-    of the rows gets the tenant-filtered remainder of the first `hnsw.ef_search` candidates, often
-    nothing. Versions before 0.8 lack the setting and keep their old behaviour.
-    """
-    caller_scopes = normalize_scopes(scopes)
-    return [
-        (sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role.value)), ()),
-        (
-            sql.SQL(
-                "SELECT set_config({setting}, %s::text[]::text, true), "
-                "CASE WHEN (SELECT string_to_array(extversion, '.')::int[] >= '{{0,8}}' "
-                "FROM pg_extension WHERE extname = 'vector') "
-                "THEN set_config('hnsw.iterative_scan', 'strict_order', true) END"
-            ).format(setting=sql.Literal(SCOPES_SETTING)),
-            (list(caller_scopes),),
-        ),
-    ]
+    caller_role: ScopedRole
+    login: str
+    password: str = field(repr=False)
+    signing_key: bytes = field(repr=False)
+
+    def conninfo(self, url: str) -> str:
+        """`url` (host, database, options) logged in as this login, starting as the caller role."""
+        options = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+        return psycopg.conninfo.make_conninfo(
+            url,
+            user=self.login,
+            password=self.password,
+            # As a startup setting the role is also what RESET ROLE returns to.
+            options=f"{options} -c role={self.caller_role.value}".strip(),
+        )
+
+    def sign(self, backend_identity: str, scopes_text: str) -> str:
+        """The signature lanegraph_caller_scopes() expects: SHA-256 keyed twice, so the outer hash
+        of a fixed-length input stops a length extension of the inner one."""
+        inner = hashlib.sha256(self.signing_key + f"{backend_identity}:{scopes_text}".encode()).digest()
+        return hashlib.sha256(self.signing_key + inner).hexdigest()
+
+
+CONFINED_LOGINS = "SELECT caller_role, login, password, signing_key FROM lanegraph_confined_login"
+# The scopes as the server prints the array, which is the text the signature covers.
+PUBLISH_SCOPES = sql.SQL(
+    "SELECT set_config({setting}, %s::text[]::text, false), lanegraph_backend_identity()"
+).format(setting=sql.Literal(SCOPES_SETTING))
+# pgvector's iterative index scan is switched on because the policy filters rows after the HNSW
+# scan: without it a tenant owning a small share of the rows gets the tenant-filtered remainder of
+# the first `hnsw.ef_search` candidates, often nothing. Versions before 0.8 lack the setting.
+SIGN_SCOPES = sql.SQL(
+    "SELECT set_config({setting}, %s, false), "
+    "CASE WHEN (SELECT string_to_array(extversion, '.')::int[] >= '{{0,8}}' "
+    "FROM pg_extension WHERE extname = 'vector') "
+    "THEN set_config('hnsw.iterative_scan', 'strict_order', false) END"
+).format(setting=sql.Literal(SCOPES_SIGNATURE_SETTING))

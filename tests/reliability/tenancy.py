@@ -25,6 +25,25 @@ WORDS = ["battery", "audit", "supplier", "drone", "airspace", "incident", "mento
 PREDICATES = ("leads", "supplies", "audits", "reports_to", "works_with")
 KINDS = ("person", "organization", "project")
 
+# Statements a caller might run to leave its confinement, with `{owner}` for the role that owns the
+# tables. Each must fail, or leave the session confined to its own scopes or to nothing at all.
+ESCAPES = [
+    "RESET ROLE",
+    "SET ROLE {owner}",
+    "SET ROLE lanegraph_writer",
+    "SET ROLE lanegraph_reader",
+    "SET ROLE NONE",
+    "SET SESSION AUTHORIZATION {owner}",
+    "RESET SESSION AUTHORIZATION",
+    "RESET ALL",
+    "DISCARD ALL",
+    "SELECT set_config('lanegraph.scopes', '{{a,b}}', false)",
+    "SELECT set_config('lanegraph.scopes', '{{a,b}}', true)",
+    "SET lanegraph.scopes = '{{b}}'",
+    "SELECT set_config('lanegraph.scopes', '{{" + ",".join(TENANTS + LABELS) + "}}', false)",
+    "RESET lanegraph.scopes_signature",
+]
+
 
 @dataclass
 class World:

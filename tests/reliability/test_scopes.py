@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import psycopg
 import pytest
 from psycopg import sql
 
@@ -39,6 +40,7 @@ from pipelines.read.find import find
 from pipelines.resources.database import Database
 from tests.plans import every_lane_on
 from tests.reliability.tenancy import (
+    ESCAPES,
     PREDICATES,
     WORDS,
     HashedEmbedder,
@@ -126,6 +128,40 @@ def test_every_table_and_view_read_directly(planted: PlantedDatabase) -> None:
                 if kind != "v":
                     assert len(rows) == expected[name], (name, sorted(caller))
     report(count, "direct reads")
+
+
+def test_every_table_and_view_read_after_caller_written_escapes(planted: PlantedDatabase) -> None:
+    """The reads above, each after a statement a caller might write to leave its confinement: the
+    statement fails or leaves the session confined (or with no rights at all), never wider."""
+    count = LeakCount()
+    relations = scoped_relations(planted.database)
+    with planted.database.connection() as connection:
+        owner = connection.execute("SELECT current_user").fetchone()[0]
+    outcomes: Counter[str] = Counter()
+    for escape in ESCAPES * 3:
+        caller = random_caller(planted.rng, planted.world)
+        with planted.database.connection(sorted(caller)) as connection:
+            try:
+                with connection.transaction():
+                    connection.execute(escape.format(owner=owner))
+                outcomes["ran"] += 1
+            except psycopg.Error:
+                outcomes["refused"] += 1
+            for name, _ in relations:
+                try:
+                    with connection.transaction():
+                        rows = connection.execute(
+                            sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
+                        ).fetchall()
+                except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedTable):
+                    outcomes["reads without rights"] += 1
+                    continue
+                count.queries += 1
+                for text, scopes in rows:
+                    count.check_scopes(caller, scopes, name)
+                    count.check_row(planted.world, caller, [text], name)
+    print(f"escapes: {dict(outcomes)}")
+    report(count, "direct reads after escapes")
 
 
 def test_nearest_neighbour_queries_on_every_embedded_table(planted: PlantedDatabase) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import psycopg
@@ -14,11 +15,12 @@ from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.errors import DatabaseError, InputError
 from pipelines.resources.migrations import change_embedding_dimension
-from pipelines.resources.scopes import ScopedRole, normalize_scopes, parse_scopes
+from pipelines.resources.scopes import ConfinedLogin, ScopedRole, normalize_scopes, parse_scopes
+from tests.reliability.tenancy import ESCAPES
 
 # Bookkeeping without scopes: the migrations', and the write side's registry of source files. No
 # caller role may read them (checked below), so they need no row security.
-SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting", "document_source"}
+SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting", "lanegraph_confined_login", "document_source"}
 POLICIES = {
     "lanegraph_owner", "lanegraph_reader_select", "lanegraph_writer_select", "lanegraph_writer_insert",
     "lanegraph_writer_update", "lanegraph_writer_delete",
@@ -94,13 +96,24 @@ def test_every_scoped_table_has_statistics_a_confined_planner_may_use(database: 
     assert missing == []
 
 
-def test_the_caller_roles_cannot_bypass_row_security(database: Database) -> None:
+def test_the_caller_roles_and_their_logins_hold_nothing_privileged(database: Database) -> None:
     with database.connection() as connection:
         roles = connection.execute(
-            "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = ANY(%s)",
+            "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin, rolinherit, "
+            "ARRAY(SELECT m.roleid::regrole::text FROM pg_auth_members m WHERE m.member = r.oid) "
+            "FROM pg_roles r WHERE rolname = ANY(%s) "
+            "OR rolname IN (SELECT login FROM lanegraph_confined_login)",
             ([role.value for role in ScopedRole],),
         ).fetchall()
-    assert sorted(roles) == [("lanegraph_reader", False, False, False), ("lanegraph_writer", False, False, False)]
+        logins = dict(connection.execute("SELECT login, caller_role FROM lanegraph_confined_login").fetchall())
+    assert sorted(logins.values()) == ["lanegraph_reader", "lanegraph_writer"]
+    for name, superuser, bypass, can_login, inherits, member_of in roles:
+        assert not superuser and not bypass, name
+        if name in logins:
+            assert can_login and not inherits and member_of == [logins[name]], name
+        else:
+            assert not can_login and member_of == [], name
+    assert len(roles) == 4
 
 
 @pytest.mark.parametrize(
@@ -131,15 +144,96 @@ def test_no_scopes_setting_means_no_rows(tenants: Database, role: ScopedRole) ->
         assert visible_documents(connection) == set()
 
 
-def test_a_scoped_block_cannot_commit_and_returns_the_connection_unscoped(tenants: Database) -> None:
+def confined_backends(database: Database) -> int:
+    """Server processes logged in as this schema's confined logins, once closed ones have exited."""
+    with database.connection() as connection:
+        logins = [login for (login,) in connection.execute("SELECT login FROM lanegraph_confined_login")]
+    deadline = time.monotonic() + 10
+    while True:
+        with database.connection() as connection:
+            count = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = ANY(%s)", (logins,)
+            ).fetchone()[0]
+        # A closed connection's backend exits a moment after the client hangs up.
+        if count == 0 or time.monotonic() > deadline:
+            return count
+
+
+def test_a_confined_block_cannot_commit_and_leaves_no_connection_behind(tenants: Database) -> None:
     with pytest.raises(psycopg.ProgrammingError):
         with tenants.connection(["a"]) as connection:
             connection.commit()
+    for scopes, role in ((["a"], ScopedRole.READER), (["b"], ScopedRole.WRITER), ([], ScopedRole.READER)):
+        with tenants.connection(scopes, role=role) as connection:
+            visible_documents(connection)
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        with tenants.connection(["a"]) as connection:
+            connection.execute("SELECT FROM no_such_table")
+    assert confined_backends(tenants) == 0
+
+
+def documents_after(connection: psycopg.Connection, statement: str) -> set[str] | str:
+    """The documents the session sees after running `statement`, or why it may see none."""
+    try:
+        with connection.transaction():
+            connection.execute(statement)
+    except psycopg.Error as error:
+        return f"refused: {error.diag.message_primary}"
+    try:
+        with connection.transaction():
+            return visible_documents(connection)
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedTable):
+        # The login itself holds no rights, not even to see the schema's tables.
+        return "no rights left"
+
+
+@pytest.mark.parametrize("role", list(ScopedRole))
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_caller_written_sql_cannot_leave_the_confinement(tenants: Database, role: ScopedRole, escape: str) -> None:
     with tenants.connection() as connection:
-        role, setting = connection.execute(
-            "SELECT current_user, current_setting('lanegraph.scopes', true)"
+        owner = connection.execute("SELECT current_user").fetchone()[0]
+    with tenants.connection(["a"], role=role) as connection:
+        seen = documents_after(connection, escape.format(owner=owner))
+        assert isinstance(seen, str) or seen <= {"public", "a"}, (escape, seen)
+        # Whatever the statement did, the next statements of the block stay confined too.
+        again = documents_after(connection, "SELECT 1")
+        assert isinstance(again, str) or again <= {"public", "a"}, (escape, again)
+
+
+def test_a_signature_made_for_another_backend_or_scopes_opens_nothing(tenants: Database) -> None:
+    with tenants.connection(["b"]) as other:
+        stolen_scopes, stolen_signature = other.execute(
+            "SELECT current_setting('lanegraph.scopes'), current_setting('lanegraph.scopes_signature')"
         ).fetchone()
-    assert role != "lanegraph_reader" and not setting
+    with tenants.connection(["a"]) as connection:
+        connection.execute(
+            "SELECT set_config('lanegraph.scopes', %s, false), set_config('lanegraph.scopes_signature', %s, false)",
+            (stolen_scopes, stolen_signature),
+        )
+        assert visible_documents(connection) == set()
+    with tenants.connection(["a"]) as connection:
+        connection.execute("SELECT set_config('lanegraph.scopes', '{a,b}', false)")
+        assert visible_documents(connection) == set()
+
+
+def test_a_confined_session_cannot_read_or_shadow_the_signing_keys(tenants: Database) -> None:
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        with tenants.connection(["a"]) as connection:
+            connection.execute("SELECT signing_key FROM lanegraph_confined_login")
+    with tenants.connection(["a"]) as connection:
+        # A temporary table is found before the schema's: lanegraph_caller_scopes() must not be.
+        connection.execute(
+            "CREATE TEMP TABLE lanegraph_confined_login AS "
+            "SELECT session_user::name AS login, '\\x00'::bytea AS signing_key, "
+            "'' AS password, current_user::name AS caller_role"
+        )
+        forged = ConfinedLogin(ScopedRole.READER, "", "", b"\x00")
+        identity = connection.execute("SELECT lanegraph_backend_identity()").fetchone()[0]
+        connection.execute(
+            "SELECT set_config('lanegraph.scopes', '{a,b}', false), set_config('lanegraph.scopes_signature', %s, false)",
+            (forged.sign(identity, "{a,b}"),),
+        )
+        assert visible_documents(connection) == set()
 
 
 def test_live_fact_does_not_bypass_row_security(database: Database) -> None:
@@ -181,6 +275,10 @@ def test_the_reader_records_access_only_on_facts_it_can_see(database: Database) 
             connection.execute("DELETE FROM document")
 
 
+def writer_id_prefix(connection: psycopg.Connection) -> str:
+    return connection.execute("SELECT lanegraph_caller_id_prefix()").fetchone()[0]
+
+
 def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database) -> None:
     with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
         assert visible_documents(connection) == {"public", "a"}
@@ -188,13 +286,14 @@ def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database)
     with tenants.connection() as connection:
         assert visible_documents(connection) == {"public", "b", "ab"}
     with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
-        plant_documents(connection, {"a2": ["a"]})
+        mine = writer_id_prefix(connection) + "a2"
+        plant_documents(connection, {mine: ["a"]})
         renamed = connection.execute("UPDATE document SET title = 'renamed' RETURNING id").fetchall()
-    assert renamed == [("a2",)]
+    assert renamed == [(mine,)]
     for escalated in (["a", "b"], []):
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
-                plant_documents(connection, {"escalated": escalated})
+                plant_documents(connection, {writer_id_prefix(connection) + "escalated": escalated})
     # Same id as another tenant's document: the upsert may neither overwrite nor reveal it.
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
         with tenants.connection(["a"], role=ScopedRole.WRITER) as connection:
@@ -204,6 +303,44 @@ def test_a_writer_changes_only_its_own_rows_never_public_ones(tenants: Database)
             )
     with tenants.connection() as connection:
         assert connection.execute("SELECT body FROM document WHERE id = 'b'").fetchone() == ("body",)
+
+
+def refusal(database: Database, scopes: list[str], statement: str, parameters: tuple = ()) -> str:
+    """What a writer confined to `scopes` is told when `statement` fails ('' when it succeeds)."""
+    try:
+        with database.connection(scopes, role=ScopedRole.WRITER) as connection:
+            connection.execute(statement, parameters)
+    except psycopg.Error as error:
+        return f"{type(error).__name__}: {error.diag.message_primary}"
+    return ""
+
+
+def test_a_writer_cannot_tell_whether_another_tenants_id_exists(tenants: Database) -> None:
+    """Another tenant's id and an id nobody uses get the same refusal, before the unique index or a
+    foreign key could answer "duplicate key" or "no such row" (0052_writer_id_prefix.sql)."""
+    prefixes = {}
+    for scopes in (["a"], ["b"], ["a", "b"]):
+        with tenants.connection(scopes, role=ScopedRole.WRITER) as connection:
+            prefixes[tuple(scopes)] = writer_id_prefix(connection)
+    assert len(set(prefixes.values())) == 3
+    theirs = prefixes[("b",)] + "plan"
+    with tenants.connection(["b"], role=ScopedRole.WRITER) as connection:
+        plant_documents(connection, {theirs: ["b"]})
+    my_chunk = prefixes[("a",)] + "c1"
+    insert_document = "INSERT INTO document (id, body, content_hash, scopes) VALUES (%s, 'x', 'h', '{a}')"
+    insert_chunk = (
+        "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, scopes) "
+        "VALUES (%s, %s, 0, 'x', 1, 'h', '{a}')"
+    )
+    for other_tenants_id in ("b", "ab", theirs):
+        for statement, parameters, unused in (
+            (insert_document, (other_tenants_id,), ("never-used",)),
+            (insert_document + " ON CONFLICT DO NOTHING", (other_tenants_id,), ("never-used",)),
+            (insert_chunk, (my_chunk, other_tenants_id), (my_chunk, "never-used")),
+        ):
+            told = refusal(tenants, ["a"], statement, parameters)
+            assert told == refusal(tenants, ["a"], statement, unused), (statement, other_tenants_id)
+            assert told.startswith("InsufficientPrivilege") and "row-level security" in told, told
 
 
 def plant_chunks(connection: psycopg.Connection, vectors: np.ndarray, scopes_of: Callable[[int], list[str]]) -> None:
@@ -343,23 +480,88 @@ def test_command_line_scopes() -> None:
     assert normalize_scopes(("z", "y")) == ("y", "z")
 
 
-def test_an_owner_that_cannot_switch_roles_gets_the_grant_to_ask_for(
-    server_url: str, embedding_dimension: int
-) -> None:
+@pytest.fixture()
+def unprivileged_owner(server_url: str) -> Iterator[tuple[str, str]]:
+    """A login role that owns a schema of its own and nothing else: (role name, URL as it)."""
     with connect(server_url, autocommit=True) as connection:
         if not connection.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
             pytest.skip("creating a login role needs a superuser on the test server")
         owner = f"lanegraph_owner_{uuid.uuid4().hex[:8]}"
         connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
         connection.execute(sql.SQL("CREATE SCHEMA {0} AUTHORIZATION {0}").format(sql.Identifier(owner)))
-    try:
-        url = psycopg.conninfo.make_conninfo(server_url, user=owner, options=f"-c search_path={owner},public")
-        with pytest.raises(DatabaseError) as raised:
-            prepare_database(url, embedding_dimension)
-        message = str(raised.value)
-        assert "0040_row_security.sql" in message and "\n" not in message
-        assert f"GRANT lanegraph_reader, lanegraph_writer TO {owner} WITH INHERIT FALSE, SET TRUE" in message
-    finally:
-        with connect(server_url, autocommit=True) as connection:
-            connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(owner)))
-            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+    yield owner, psycopg.conninfo.make_conninfo(server_url, user=owner, options=f"-c search_path={owner},public")
+    with connect(server_url, autocommit=True) as connection:
+        logins = connection.execute(
+            "SELECT rolname FROM pg_roles WHERE oid IN (SELECT roleid FROM pg_auth_members WHERE member = %s::regrole) "
+            "AND rolcanlogin",
+            (owner,),
+        ).fetchall()
+        connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(owner)))
+        for (login,) in logins:
+            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(owner)))
+
+
+def test_an_owner_that_cannot_switch_roles_gets_the_grant_to_ask_for(
+    unprivileged_owner: tuple[str, str], embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with pytest.raises(DatabaseError) as raised:
+        prepare_database(url, embedding_dimension)
+    message = str(raised.value)
+    assert "0040_row_security.sql" in message and "\n" not in message
+    assert f"GRANT lanegraph_reader, lanegraph_writer TO {owner} WITH INHERIT FALSE, SET TRUE" in message
+
+
+def test_an_owner_that_cannot_create_the_logins_gets_the_grant_to_ask_for(
+    unprivileged_owner: tuple[str, str], server_url: str, embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("GRANT lanegraph_reader, lanegraph_writer TO {} WITH INHERIT FALSE, SET TRUE").format(
+                sql.Identifier(owner)
+            )
+        )
+    with pytest.raises(DatabaseError) as raised:
+        prepare_database(url, embedding_dimension)
+    message = str(raised.value)
+    assert "0051_confined_logins.sql" in message and "\n" not in message
+    assert f"ALTER ROLE {owner} CREATEROLE" in message and "WITH ADMIN TRUE" in message
+
+
+def test_an_owner_with_the_grants_it_was_told_needs_no_superuser(
+    unprivileged_owner: tuple[str, str], server_url: str, embedding_dimension: int
+) -> None:
+    owner, url = unprivileged_owner
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("ALTER ROLE {} CREATEROLE").format(sql.Identifier(owner)))
+        connection.execute(
+            sql.SQL("GRANT lanegraph_reader, lanegraph_writer TO {} WITH ADMIN TRUE, INHERIT FALSE, SET TRUE").format(
+                sql.Identifier(owner)
+            )
+        )
+    prepare_database(url, embedding_dimension)
+    with Database(url) as database:
+        with database.connection() as connection:
+            plant_documents(connection, {"public": [], "a": ["a"], "b": ["b"]})
+        with database.connection(["a"]) as connection:
+            assert documents_after(connection, f"SET ROLE {owner}").startswith("refused")  # type: ignore[union-attr]
+            assert visible_documents(connection) == {"public", "a"}
+
+
+def test_opening_the_primary_recreates_a_missing_login_role(
+    make_schema_url: Callable[[], str], server_url: str, embedding_dimension: int
+) -> None:
+    """A database restored into another server keeps its login rows, but roles are not in its dump."""
+    url = make_schema_url()
+    with Database(url) as database:
+        with database.connection() as connection:
+            login = connection.execute(
+                "SELECT login FROM lanegraph_confined_login WHERE caller_role = 'lanegraph_reader'"
+            ).fetchone()[0]
+    with connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+    prepare_database(url, embedding_dimension)
+    with Database(url) as database, database.connection(["a"]) as connection:
+        assert connection.execute("SELECT session_user").fetchone()[0] == login
