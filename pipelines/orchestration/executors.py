@@ -1,0 +1,25 @@
+"""Where the steps of a write-side run execute, as the runner and the command line name it.
+
+`in_process`: one after another in the calling process. `multiprocess`: Dagster's multiprocess
+executor, independent steps (embeddings, BM25, extraction; RAPTOR beside the entity graph) side by
+side in one process each, at most one per usable CPU. `auto`: the latter when it can run and the
+sources to process are large enough to repay starting the step processes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+Executor = Literal["auto", "in_process", "multiprocess"]
+EXECUTORS: tuple[Executor, ...] = ("auto", "in_process", "multiprocess")
+# Below this many bytes of sources to process, `auto` stays in-process: each step process loads
+# its model again (MiniLM, spaCy), which costs more than running steps side by side saves.
+# README, "Dagster past one process", has the measurement.
+MULTIPROCESS_MIN_SOURCE_BYTES = 100_000
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, which a container or taskset makes smaller
+    than the machine's count."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
