@@ -26,7 +26,12 @@ import psycopg
 
 from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
-from pipelines.orchestration.executors import MULTIPROCESS_MIN_SOURCE_BYTES, Executor, usable_cpus
+from pipelines.orchestration.executors import (
+    MULTIPROCESS_MIN_CPUS,
+    MULTIPROCESS_MIN_SOURCE_BYTES,
+    Executor,
+    usable_cpus,
+)
 from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
@@ -137,7 +142,8 @@ def materialize(
     report = WriteReport()
     with _instance(instance) as dagster:
         keys = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
-        work = _registered_bytes(database_url, keys) if executor == "auto" and keys else 0
+        # Sizing the work costs a connection; only worth it when the multiprocess executor is possible.
+        work = _registered_bytes(database_url, keys) if executor == "auto" and location and keys else 0
         runner = _Runner(
             definitions, dagster, database_url, run_config,
             location=location, executor=_choose(executor, location, dagster, work),
@@ -170,7 +176,7 @@ def _choose(executor: Executor, location: str | None, instance: dg.DagsterInstan
         )
     if executor != "auto":
         return executor
-    can = location is not None and instance.is_persistent and usable_cpus() > 1
+    can = location is not None and instance.is_persistent and usable_cpus() >= MULTIPROCESS_MIN_CPUS
     return "multiprocess" if can and work_bytes >= MULTIPROCESS_MIN_SOURCE_BYTES else "in_process"
 
 

@@ -1,8 +1,7 @@
 """The write side under Dagster's multiprocess executor writes what the in-process path writes.
 
-Both ingests run for real against their own schema, with the instant word-hash embedder and the
-rule-based extractor of the write worker (`tests.reliability.write_worker`), which a step process
-imports again by its location; a real model would be loaded once per step process.
+Both ingests run for real against their own schema, through the per-document assets of
+`tests/write/light_location.py`, which each step process imports again by its location.
 """
 
 from __future__ import annotations
@@ -17,10 +16,10 @@ import pytest
 from pipelines.errors import InputError
 from pipelines.orchestration.executors import Executor, usable_cpus
 from pipelines.orchestration.runner import WriteReport, ingest
-from tests.reliability.write_worker import definitions
 from tests.reliability.writes import Target, differing_tables, make_corpus
+from tests.write.light_location import definitions
 
-LOCATION = "tests.reliability.write_worker:definitions"
+LOCATION = "tests.write.light_location:definitions"
 
 
 def step_pids(instance: dg.DagsterInstance, report: WriteReport) -> set[int]:
@@ -45,7 +44,7 @@ def run_ingest(tmp_path: Path, make_schema_url: Callable[[], str]) -> Callable[[
         with dg.DagsterInstance.local_temp(str(target.home)) as instance:
             report = ingest(
                 corpus, definitions=definitions(), instance=instance, database_url=target.url,
-                location=LOCATION, executor=executor,
+                location=LOCATION, executor=executor, refresh_graph=False,
             )
             assert all(report.checks.values()), report.checks
             return target, step_pids(instance, report)
@@ -59,8 +58,8 @@ def test_a_multiprocess_ingest_leaves_the_tables_an_in_process_one_does(run_inge
     multiprocess, multiprocess_pids = run_ingest("multiprocess")
 
     assert in_process_pids == {os.getpid()}
-    # One process per step: documents, chunks, embeddings, BM25, extraction, and the graph's.
-    assert os.getpid() not in multiprocess_pids and len(multiprocess_pids) >= 5
+    # One process per step: documents, chunks, embeddings, BM25, extraction and the three checks.
+    assert os.getpid() not in multiprocess_pids and len(multiprocess_pids) == 8
     assert differing_tables(in_process.fingerprints(), multiprocess.fingerprints()) == {}
 
 
