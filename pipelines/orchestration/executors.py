@@ -16,7 +16,7 @@ Executor = Literal["auto", "in_process", "multiprocess"]
 EXECUTORS: tuple[Executor, ...] = ("auto", "in_process", "multiprocess")
 # With fewer usable CPUs, `auto` stays in-process: torch already spreads the embedding step over
 # two cores, so a second step beside it only shares them, and each step process pays its start
-# and loads its model again (1.3x slower for 300 passages on 2 cores).
+# and loads its model again (1.25x slower for 300 passages on 2 cores).
 MULTIPROCESS_MIN_CPUS = 4
 # Below this many bytes of sources to process, `auto` stays in-process: starting the fork server
 # and a process per step costs seconds that a small run cannot win back.
