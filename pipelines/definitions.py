@@ -3,3 +3,5 @@
 from pipelines.defs.code_location import code_location
 
 defs = code_location()
+# Where a step process of the multiprocess executor imports the definitions from again.
+LOCATION = f"{__name__}:defs"

@@ -35,14 +35,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
     from pipelines.config import load_config
-    from pipelines.definitions import defs
+    from pipelines.definitions import LOCATION, defs
     from pipelines.orchestration.runner import ingest, materialize
     from pipelines.write.session.session import load_session_items
 
     corpus = demo_corpus_path()
     print(f"Ingesting the demo corpus ({corpus / 'documents'}) ...")
     with progress_on_stderr():
-        report = ingest(corpus / "documents", definitions=defs)
+        report = ingest(corpus / "documents", definitions=defs, location=LOCATION)
     status = print_report(report, as_json=False)
     if not report.assets:
         print("every asset is up to date with the corpus")
@@ -56,7 +56,7 @@ def run(arguments: argparse.Namespace) -> int:
     # The assets no document run reaches, so that the UI shows every asset materialized.
     print("Materializing the session, the find statement and its evaluation ...")
     with progress_on_stderr():
-        status = max(status, print_report(materialize(DEMO_LAST_ASSETS, definitions=defs, run_config=KEEP_WORKING_MEMORY), as_json=False))
+        status = max(status, print_report(materialize(DEMO_LAST_ASSETS, definitions=defs, location=LOCATION, run_config=KEEP_WORKING_MEMORY), as_json=False))
     with open_database() as database:
         for entry in questions:
             result = find(database, entry["question"], config=config, embedder=embedder)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
+from pipelines.cli.options import add_executor_option
 from pipelines.errors import InputError
 from pipelines.write.progress import StepProgress, listening
 from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
@@ -25,6 +26,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_executor_option(parser)
     parser.add_argument(
         "--wait-for-replicas", type=float, metavar="SECONDS",
         help="afterwards, wait up to SECONDS until every read server (LANEGRAPH_READ_URLS) has replayed "
@@ -35,11 +37,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
-    from pipelines.definitions import defs
+    from pipelines.definitions import LOCATION, defs
     from pipelines.orchestration.runner import ingest
 
     with progress_on_stderr():
-        report = ingest(arguments.path, definitions=defs, refresh_graph=not arguments.no_graph)
+        report = ingest(
+            arguments.path, definitions=defs, location=LOCATION, executor=arguments.executor,
+            refresh_graph=not arguments.no_graph,
+        )
     if not report.partitions and report.registration is not None:
         sources = len(report.registration.keys)
         print(f"{arguments.path}: {sources} source file(s), nothing new to materialize", file=sys.stderr)

@@ -8,6 +8,7 @@ import sys
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
+from pipelines.cli.options import add_executor_option
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -18,16 +19,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         "assets", nargs="*", metavar="ASSET", help="asset names, e.g. chunk_embeddings communities"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_executor_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
     quiet_dagster()
-    from pipelines.definitions import defs
+    from pipelines.definitions import LOCATION, defs
     from pipelines.orchestration.runner import materialize
 
     with progress_on_stderr():
-        report = materialize(arguments.assets, definitions=defs)
+        report = materialize(arguments.assets, definitions=defs, location=LOCATION, executor=arguments.executor)
     if not report.assets:
         print(
             "nothing materialized: no source files are registered yet (run `lanegraph ingest PATH`)",

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pipelines.config import LanegraphConfig, load_config
+from pipelines.orchestration.executors import EXECUTORS, MULTIPROCESS_MIN_CPUS, MULTIPROCESS_MIN_SOURCE_BYTES
 
 
 def add_lanes_option(parser: argparse.ArgumentParser) -> None:
@@ -19,3 +20,14 @@ def add_lanes_option(parser: argparse.ArgumentParser) -> None:
 
 def lanes_config(arguments: argparse.Namespace) -> LanegraphConfig:
     return load_config(arguments.lanes)
+
+
+def add_executor_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="auto",
+        help="where the steps run: one after another in this process, or side by side in one process "
+        f"each (Dagster's multiprocess executor); auto takes the latter from {MULTIPROCESS_MIN_SOURCE_BYTES:,} "
+        f"bytes of sources on, with {MULTIPROCESS_MIN_CPUS} or more usable CPUs",
+    )

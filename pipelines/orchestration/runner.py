@@ -6,10 +6,15 @@ any whose last run did not finish), then the `refresh_graph` job. `materialize(n
 by name (by default every asset but the read side's): per-document assets over all their
 partitions, the others once. Both return what each asset reported (inserted, updated, deleted,
 unchanged, skipped, rows, ...) and every asset check's outcome.
+
+`executor` (`orchestration/executors.py`) says where the steps run: `in_process` through
+`execute_in_process`, `multiprocess` through `execute_job`, which needs the definitions importable
+again in each step process (`location`, `module:attribute`) and a persistent instance.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,11 +26,17 @@ import psycopg
 
 from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
+from pipelines.orchestration.executors import (
+    MULTIPROCESS_MIN_CPUS,
+    MULTIPROCESS_MIN_SOURCE_BYTES,
+    Executor,
+    usable_cpus,
+)
 from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
 from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line_of
-from pipelines.write.documents.registry import Registration, register_path, unfinished_sources
+from pipelines.write.documents.registry import Registration, register_path, source_bytes, unfinished_sources
 
 INGEST_JOB = "ingest_documents"
 GRAPH_JOB = "refresh_graph"
@@ -72,6 +83,8 @@ def ingest(
     database_url: str | None = None,
     run_config: Mapping[str, object] | None = None,
     refresh_graph: bool = True,
+    location: str | None = None,
+    executor: Executor = "auto",
 ) -> WriteReport:
     """Register PATH's sources and materialize everything they affect; see the module docstring."""
     report = WriteReport()
@@ -81,6 +94,7 @@ def ingest(
             report.registration = register_path(connection, Path(path), load_config().pipeline.documents.max_bytes)
             keys = report.registration.keys
             pending = set(unfinished_sources(connection, keys))
+            pending_bytes = source_bytes(connection, sorted(pending))
     if not keys:
         refused = "; ".join(str(problem) for problem in report.registration.ignored)
         raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
@@ -90,7 +104,10 @@ def ingest(
         dagster.add_dynamic_partitions(DOCUMENT_PARTITIONS, new)
         ordered = [*known, *new]
         pending |= _unmaterialized(dagster, definitions, keys)
-        runner = _Runner(definitions, dagster, database_url, run_config, probe_url=resolved_url)
+        runner = _Runner(
+            definitions, dagster, database_url, run_config, probe_url=resolved_url,
+            location=location, executor=_choose(executor, location, dagster, pending_bytes),
+        )
         if pending:
             report.partitions = [key for key in ordered if key in pending]
             runner.run(INGEST_JOB, report, tags=covering_range_tags(ordered, pending))
@@ -107,6 +124,8 @@ def materialize(
     instance: dg.DagsterInstance | None = None,
     database_url: str | None = None,
     run_config: Mapping[str, object] | None = None,
+    location: str | None = None,
+    executor: Executor = "auto",
 ) -> WriteReport:
     """Materialize the named assets (every write-side asset when none are named): per-document ones
     over every partition in one run, the others in a second run."""
@@ -122,8 +141,13 @@ def materialize(
     unpartitioned = [key for key in selected if key not in partitioned]
     report = WriteReport()
     with _instance(instance) as dagster:
-        runner = _Runner(definitions, dagster, database_url, run_config)
         keys = list(dagster.get_dynamic_partitions(DOCUMENT_PARTITIONS))
+        # Sizing the work costs a connection; only worth it when the multiprocess executor is possible.
+        work = _registered_bytes(database_url, keys) if executor == "auto" and location and keys else 0
+        runner = _Runner(
+            definitions, dagster, database_url, run_config,
+            location=location, executor=_choose(executor, location, dagster, work),
+        )
         if partitioned and keys:
             report.partitions = keys
             tags = covering_range_tags(keys, keys)
@@ -131,6 +155,34 @@ def materialize(
         if unpartitioned:
             runner.run_assets(unpartitioned, report)
     return report
+
+
+def location_job(location: str, job_name: str, database_url: str = "") -> dg.JobDefinition:
+    """The job as a step process rebuilds it: the definitions at `location` (`module:attribute`,
+    the attribute a Definitions or a function returning one), bound to `database_url` if given."""
+    module, _, attribute = location.partition(":")
+    found = getattr(importlib.import_module(module), attribute)
+    definitions = found() if callable(found) else found
+    if database_url:
+        definitions = _with_database(definitions, database_url)
+    return definitions.resolve_job_def(job_name)
+
+
+def _choose(executor: Executor, location: str | None, instance: dg.DagsterInstance, work_bytes: int) -> Executor:
+    if executor == "multiprocess" and (location is None or not instance.is_persistent):
+        raise InputError(
+            "the multiprocess executor needs the definitions' import location and a persistent Dagster "
+            "instance (DAGSTER_HOME), so that each step process can load them again"
+        )
+    if executor != "auto":
+        return executor
+    can = location is not None and instance.is_persistent and usable_cpus() >= MULTIPROCESS_MIN_CPUS
+    return "multiprocess" if can and work_bytes >= MULTIPROCESS_MIN_SOURCE_BYTES else "in_process"
+
+
+def _registered_bytes(database_url: str | None, keys: Sequence[str]) -> int:
+    with open_database(url=database_url) as database, database.connection() as connection:
+        return source_bytes(connection, keys)
 
 
 @contextmanager
@@ -203,7 +255,8 @@ def _all_materialized(dagster: dg.DagsterInstance, asset_keys: Sequence[dg.Asset
 
 
 class _Runner:
-    """Executes jobs of the code location in-process, with the database (and settings) overridden."""
+    """Executes jobs of the code location, in this process or one process per step (see the module
+    docstring), with the database (and settings) overridden."""
 
     def __init__(
         self,
@@ -213,11 +266,16 @@ class _Runner:
         run_config: Mapping[str, object] | None,
         *,
         probe_url: str | None = None,
+        location: str | None = None,
+        executor: Executor = "in_process",
     ) -> None:
+        self.database_url = database_url or ""
         if database_url:
             definitions = _with_database(definitions, database_url)
         self.definitions = definitions
         self.instance = instance
+        self.location = location
+        self.executor = executor
         # Where to look when a run fails; resolving it anew could start an embedded server again.
         self.probe_url = probe_url or database_url
         # Progress reaches the command line through pipelines.write.progress and a failure through
@@ -234,14 +292,40 @@ class _Runner:
     ) -> None:
         job = self.definitions.resolve_job_def(job_name)
         with _lost_database_in_one_line():
-            result = job.execute_in_process(
-                run_config=self._config_for(job),
-                instance=self.instance,
-                tags=tags,
-                asset_selection=asset_selection,
-                raise_on_error=False,
-            )
+            result = self._execute(job, self._config_for(job, asset_selection), tags, asset_selection)
         self._collect(result, report)
+
+    def _execute(
+        self,
+        job: dg.JobDefinition,
+        run_config: Mapping[str, object],
+        tags: Mapping[str, str] | None,
+        asset_selection: Sequence[dg.AssetKey] | None,
+    ) -> dg.ExecuteInProcessResult | dg.JobExecutionResult:
+        if self.executor == "in_process" or self.location is None:
+            return job.execute_in_process(
+                run_config=run_config, instance=self.instance, tags=tags,
+                asset_selection=asset_selection, raise_on_error=False,
+            )
+        module = self.location.partition(":")[0]
+        reconstructable = dg.build_reconstructable_job(
+            __name__, location_job.__name__,
+            reconstructable_kwargs={"location": self.location, "job_name": job.name, "database_url": self.database_url},
+        )
+        # The fork server imports the code location once; each step process forks from it warm
+        # instead of importing Dagster, torch and the assets again.
+        multiprocess = {
+            "max_concurrent": usable_cpus(),
+            "start_method": {"forkserver": {"preload_modules": [module]}},
+        }
+        return dg.execute_job(
+            reconstructable,
+            instance=self.instance,
+            run_config={"execution": {"config": {"multiprocess": multiprocess}}, **run_config},
+            tags=tags,
+            asset_selection=list(asset_selection) if asset_selection is not None else None,
+            raise_on_error=False,
+        )
 
     def run_graph(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
         """The graph-wide assets, through their named job when the code location has it."""
@@ -253,12 +337,7 @@ class _Runner:
     def run_assets(self, asset_keys: Sequence[dg.AssetKey], report: WriteReport) -> None:
         job = self.definitions.resolve_implicit_global_asset_job_def()
         with _lost_database_in_one_line():
-            result = job.execute_in_process(
-                run_config=self._config_for(job, asset_keys),
-                instance=self.instance,
-                asset_selection=list(asset_keys),
-                raise_on_error=False,
-            )
+            result = self._execute(job, self._config_for(job, asset_keys), None, list(asset_keys))
         self._collect(result, report)
 
     def _config_for(self, job: dg.JobDefinition, asset_keys: Sequence[dg.AssetKey] | None = None) -> dict:
@@ -272,7 +351,7 @@ class _Runner:
             config["ops"] = {name: value for name, value in ops.items() if name in names}
         return config
 
-    def _collect(self, result: dg.ExecuteInProcessResult, report: WriteReport) -> None:
+    def _collect(self, result: dg.ExecuteInProcessResult | dg.JobExecutionResult, report: WriteReport) -> None:
         report.run_ids.append(result.run_id)
         # A range run records one materialization per partition, all with the same metadata.
         for event in result.get_asset_materialization_events():

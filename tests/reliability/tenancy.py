@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import psycopg
 
+from pipelines.resources.embedder import EmbedderResource
+
 TOKEN = re.compile(r"zx[a-z]{6}")
 TENANTS = ("acme", "borealis", "cinder", "dunmore", "estuary", "fenwick")
 LABELS = ("board", "hr", "legal")
@@ -183,6 +185,13 @@ class HashedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return hashed_embedding(texts, self.dimension)
+
+
+class HashedEmbedderResource(EmbedderResource):
+    """The word-hash embedder for Dagster runs: instant and deterministic."""
+
+    def get_embedder(self) -> HashedEmbedder:  # type: ignore[override]
+        return HashedEmbedder(self.dimension)
 
 
 def _tokens_of(text: str) -> list[str]:

@@ -31,19 +31,13 @@ import psycopg
 from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.definitions import defs
-from pipelines.resources.embedder import EmbedderResource
 from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.write.summaries.summarizer import SummarizerResource
 from pipelines.orchestration.runner import ingest
-from tests.reliability.tenancy import HashedEmbedder
+from tests.reliability.tenancy import HashedEmbedderResource
 
 
 HANG_REPORT_SECONDS = 240
-
-
-class HashedEmbedderResource(EmbedderResource):
-    def get_embedder(self) -> HashedEmbedder:  # type: ignore[override]
-        return HashedEmbedder(self.dimension)
 
 
 def definitions() -> dg.Definitions:

@@ -9,6 +9,13 @@ FROM document_source
 WHERE key = ANY(%(keys)s) OR starts_with(path, %(folder_prefix)s)
 """
 
+# The signature starts with the file's size in bytes (`sources.file_signature`).
+SOURCE_BYTES = """
+SELECT coalesce(sum(split_part(signature, ':', 1)::bigint), 0)
+FROM document_source
+WHERE key = ANY(%(keys)s)
+"""
+
 REGISTER_SOURCE = """
 INSERT INTO document_source (key, path, kind, signature, registered_hash)
 VALUES (%(key)s, %(path)s, %(kind)s, %(signature)s, %(registered_hash)s)

@@ -102,6 +102,11 @@ def unfinished_sources(connection: psycopg.Connection, keys: Sequence[str]) -> d
     return dict(connection.execute(q.UNFINISHED_SOURCES, {"keys": list(keys)}).fetchall())
 
 
+def source_bytes(connection: psycopg.Connection, keys: Sequence[str]) -> int:
+    """The size of the given sources' files when last registered: how much work a run over them is."""
+    return int(connection.execute(q.SOURCE_BYTES, {"keys": list(keys)}).fetchone()[0])
+
+
 def partition_document_ids(connection: psycopg.Connection, partition_keys: Sequence[str]) -> list[str]:
     """The documents of the given partitions (live and retracted): what a partitioned asset of the
     per-document group works on."""
