@@ -29,6 +29,7 @@ DISTRIBUTED = {
     "bm25_chunk_length": DISTRIBUTION_COLUMN,
     "entity_mention": DISTRIBUTION_COLUMN,
     "fact": DISTRIBUTION_COLUMN,
+    "title_link": DISTRIBUTION_COLUMN,
 }
 REFERENCE = frozenset({
     "document_source", "entity_kind", "entity", "entity_alias", "profile", "community", "raptor_node",
@@ -46,6 +47,8 @@ KNOWN_EXCEPTIONS = frozenset({
     "fact: unique index fact_believed_statement_idx lacks document_id",
     "fact: foreign key (source_chunk_id) -> chunk (id) is not on document_id",
     "session_item: reference table references distributed table document",
+    "title_link: foreign key (chunk_id) -> chunk (id) is not on document_id",
+    "title_link: foreign key (linked_document_id) -> document (id) is not on document_id",
 })
 
 TABLES = """

@@ -39,6 +39,7 @@ WRITERS = {
     "entity_alias": {"entities_and_facts"},
     "entity_kind": {"entities_and_facts"},
     "entity_mention": {"entities_and_facts"},
+    "title_link": {"title_links"},
     "community": {"communities"},
     "profile": {"entity_profiles"},
     "raptor_node": {"raptor_levels"},

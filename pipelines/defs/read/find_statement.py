@@ -21,7 +21,7 @@ from pipelines.errors import LanegraphError
 # fill what the check proves the plan on (an empty corpus cannot show the BM25 posting index).
 READ_ASSETS = (
     "documents", "chunks", "chunk_embeddings", "bm25_index", "entities_and_facts",
-    "entity_graph", "communities", "entity_profiles", "raptor_levels", "session_items",
+    "entity_graph", "title_links", "communities", "entity_profiles", "raptor_levels", "session_items",
 )
 
 

@@ -1,0 +1,104 @@
+"""Title links: a chunk that names another page's title links to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.write.graph.title_links import TitleIndex, linkable, links_of_chunk, refresh_title_links
+
+# (document id, page name): the names the database gives "Green (Steve Hillage album)" and
+# "Green (film)" are both "Green".
+NAMES = [
+    ("hank", "Hank Snow"),
+    ("green-album", "Green"),
+    ("green-film", "Green"),
+    ("nashville", "Nashville, Tennessee"),
+    ("ac", "AC"),
+    ("ipsum", "lorem ipsum"),
+]
+INDEX = TitleIndex.of(NAMES)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("Hank Snow", True), ("AC", False), ("lorem ipsum", False)])
+def test_a_name_links_only_when_it_can_be_told_from_ordinary_words(name, expected):
+    assert linkable(name) is expected
+
+
+def test_a_page_is_named_by_its_title_without_the_qualifier(database):
+    with database.connection() as connection:
+        for id, title in [("a", "Green (Steve Hillage album)"), ("b", "Nashville, Tennessee"), ("c", "Brother (song) (remix)")]:
+            connection.execute("INSERT INTO document (id, title, body, content_hash) VALUES (%s, %s, '', 'h')", (id, title))
+        names = connection.execute("SELECT title_name, title_name_lower FROM document ORDER BY id").fetchall()
+    assert names == [("Green", "green"), ("Nashville, Tennessee", "nashville, tennessee"), ("Brother (song)", "brother (song)")]
+
+
+def test_a_chunk_links_to_every_page_whose_title_it_names():
+    links = links_of_chunk(INDEX, "song#0", "song", "Hello Love was a hit for Hank Snow, who lived in Nashville, Tennessee.")
+    assert {(link.linked_document_id, link.name) for link in links} == {
+        ("hank", "hank snow"), ("nashville", "nashville, tennessee"),
+    }
+
+
+def test_a_name_shared_by_several_titles_links_to_each():
+    links = links_of_chunk(INDEX, "review#0", "review", "Hillage released Green in 1978.")
+    assert {link.linked_document_id for link in links} == {"green-album", "green-film"}
+
+
+@pytest.mark.parametrize("text", [
+    "The walls were painted green.",          # a lower-case word is not a name
+    "Greenland is an island.",                # whole words only
+    "Hank Snowden played the fiddle.",
+    "The AC unit failed.",                    # too short to tell from an abbreviation
+])
+def test_ordinary_words_do_not_link(text):
+    assert links_of_chunk(INDEX, "other#0", "other", text) == []
+
+
+def test_a_page_does_not_link_to_itself():
+    assert links_of_chunk(INDEX, "hank#0", "hank", "Hank Snow moved to Nashville in 1949.") == []
+
+
+def _document(connection, id, title, body, scopes=(), retracted=False):
+    connection.execute(
+        "INSERT INTO document (id, title, body, content_hash, scopes, retracted_at)"
+        " VALUES (%s, %s, %s, 'h', %s, CASE WHEN %s THEN now() END)",
+        (id, title, body, list(scopes), retracted),
+    )
+    connection.execute(
+        "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, scopes)"
+        " VALUES (%s, %s, 0, %s, 8, 'h', %s)",
+        (f"{id}#0", id, body, list(scopes)),
+    )
+
+
+def test_links_carry_both_ends_scopes_and_skip_retracted_pages(database):
+    with database.connection() as connection:
+        _document(connection, "snow", "Hank Snow", "Hank Snow sang country songs.")
+        _document(connection, "heron", "Project Heron", "Project Heron ships in May.", scopes=["team-a"])
+        _document(connection, "memo", "Memo", "Hank Snow and Project Heron are both mentioned here.", scopes=["team-b"])
+        _document(connection, "old", "Old Plan (2019)", "Nothing left.", retracted=True)
+        _document(connection, "notes", "Notes", "The Old Plan named Hank Snow.")
+    report = refresh_title_links(database)
+    with database.connection() as connection:
+        rows = connection.execute(
+            "SELECT chunk_id, linked_document_id, name, scopes FROM title_link ORDER BY chunk_id, linked_document_id"
+        ).fetchall()
+    assert rows == [
+        ("memo#0", "heron", "project heron", ["team-a", "team-b"]),
+        ("memo#0", "snow", "hank snow", ["team-b"]),
+        ("notes#0", "snow", "hank snow", []),
+    ]
+    assert (report.links, report.linking_chunks, report.linked_documents) == (3, 2, 2)
+
+
+def test_a_refresh_replaces_the_links_of_changed_text(database):
+    with database.connection() as connection:
+        _document(connection, "snow", "Hank Snow", "Hank Snow sang country songs.")
+        _document(connection, "notes", "Notes", "Hank Snow toured Canada.")
+    refresh_title_links(database)
+    with database.connection() as connection:
+        connection.execute("UPDATE chunk SET text = 'Nobody is named here.' WHERE id = 'notes#0'")
+    report = refresh_title_links(database)
+    with database.connection() as connection:
+        assert connection.execute("SELECT count(*) FROM title_link").fetchone()[0] == 0
+    assert (report.links, report.replaced_links) == (0, 1)
