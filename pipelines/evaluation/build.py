@@ -6,7 +6,7 @@ are built by the write side's runner (`pipelines.orchestration.runner.ingest`) f
 JSONL, under a throwaway Dagster instance. A fingerprint of the corpus and the `pipeline` settings is
 stored with them: a later run whose fingerprint matches skips the build, so comparing retrieval
 settings (lanes.yaml's retrieval sections, extra `--lanes` files) never rebuilds, while a changed
-corpus or write setting rebuilds from an empty database.
+corpus, write setting or set of assets rebuilds from an empty database.
 """
 
 from __future__ import annotations
@@ -99,6 +99,14 @@ def _ingest(url: str, corpus: Path, definitions: dg.Definitions, progress: Progr
         ingest(corpus, definitions=definitions, instance=instance, database_url=url)
 
 
+def write_side(definitions: dg.Definitions, pipeline_settings: str) -> str:
+    """What a build depends on besides the corpus: the write side's assets read the default settings
+    file, and a release that adds an asset (a table the lanes read) needs a build as much as a
+    changed setting does."""
+    assets = sorted(key.to_user_string() for key in definitions.resolve_asset_graph().get_all_asset_keys())
+    return pipeline_settings + "\0" + ",".join(assets)
+
+
 def ensure_built(
     dataset: Dataset,
     definitions: dg.Definitions,
@@ -112,11 +120,10 @@ def ensure_built(
     Without `database_url` that is the dataset's own database: reused when its fingerprint matches,
     dropped and rebuilt from empty when the corpus or the write settings changed (the runner's
     incremental path follows file contents, not settings) or when `rebuild` asks for it (after an
-    upgrade of the write side's code, which the fingerprint cannot see). A given `database_url` must
+    upgrade that changes what an existing asset writes, which the fingerprint cannot see). A given `database_url` must
     be empty or hold this very build."""
-    # The write side's assets read the default settings file; the fingerprint must describe them.
     pipeline = load_config().pipeline
-    fingerprint = corpus_fingerprint(dataset.passages, pipeline.model_dump_json())
+    fingerprint = corpus_fingerprint(dataset.passages, write_side(definitions, pipeline.model_dump_json()))
     dimension = pipeline.embedding.dimension
     url = database_url or eval_database_url(dataset.name)
     prepare_database(url, dimension)
@@ -132,7 +139,7 @@ def ensure_built(
             )
         progress(
             f"rebuilding the {dataset.name} database from empty"
-            + ("" if rebuild else ": the corpus or the write settings changed")
+            + ("" if rebuild else ": the corpus, the write settings or the assets changed")
         )
         reset_eval_database(dataset.name)
         url = eval_database_url(dataset.name)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
+from pipelines.evaluation.build import write_side
 from pipelines.evaluation.dataset import (
     corpus_fingerprint,
     corpus_records,
@@ -93,3 +95,16 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
 def test_database_suffix_is_a_plain_identifier() -> None:
     assert database_suffix("MuSiQue-Ans (dev)") == "musique_ans_dev"
     assert database_suffix("---") == "dataset"
+
+
+def test_a_release_with_a_new_asset_needs_a_new_build():
+    @dg.asset
+    def chunks() -> None: ...
+
+    @dg.asset
+    def title_links() -> None: ...
+
+    before = write_side(dg.Definitions(assets=[chunks]), "settings")
+    assert before == write_side(dg.Definitions(assets=[chunks]), "settings")
+    assert before != write_side(dg.Definitions(assets=[chunks, title_links]), "settings")
+    assert before != write_side(dg.Definitions(assets=[chunks]), "other settings")
