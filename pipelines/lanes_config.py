@@ -49,10 +49,14 @@ class Settings(StrictModel):
     lexical_weight: float = Field(default=0.7, ge=0, description="Weight of the BM25 ranking's scaled score in the sources lane's fusion.")
     rrf_k: int = Field(default=60, ge=1, description="Rank decay of the bridge hop's rankings: a chunk at rank r gains bridge_weight * rrf_k / (rrf_k + r).")
     find_per_document: int = Field(default=2, ge=1, description="At most this many source chunks per document.")
-    bridge_seeds: int = Field(default=3, ge=0, description="Best first-fusion chunks whose named entities the bridge hop follows.")
+    bridge_seeds: int = Field(default=3, ge=0, description="Best first-fusion chunks whose named entities and titles the bridge hop follows.")
     bridge_weight: float = Field(default=0.5, ge=0, description="Score the bridge hop adds to a linked chunk at the top of its ranking.")
-    bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities named in this many chunks or more (hubs).")
+    bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities and titles named in this many chunks or more (hubs).")
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")
+    unqualified_title_bonus: float = Field(
+        default=0.5, ge=0,
+        description="Fused-score bonus of a chunk whose document title the question names without its parenthesised qualifier.",
+    )
     snippet_chars: int = Field(default=1200, ge=40, description="Source lines keep this many characters of the chunk (1200 keeps a whole 200-token chunk).")
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")
     frequency_weight: float = Field(default=0.02, ge=0, description="Weight of ln(1 + access_count) in the dense-fact blend.")

@@ -5,6 +5,8 @@ the measure of what a bounded ranking inside the statement gives up.
 Nodes are chunks and entities; edges are undirected and unweighted:
 - a chunk names an entity (`entity_mention`);
 - a page is about its title: every chunk of a document links to the entity named as its title;
+- a page's title is its main entity (a node `page:<document id>`): a chunk that names it
+  (`title_link`) and every chunk of the page link to it;
 - a live fact links its subject and its object entity.
 Entities named in `bridge_fanout` chunks or more are hubs ("United States") and keep no edge, as
 in the bridge hop.
@@ -44,11 +46,22 @@ JOIN chunk ON chunk.document_id = document.id
 JOIN entity ON entity.name_lower = document.title_lower
 WHERE document.retracted_at IS NULL
 """
+PAGE_EDGES = """
+SELECT title_link.chunk_id, 'page:' || title_link.linked_document_id FROM title_link
+UNION
+SELECT chunk.id, 'page:' || chunk.document_id
+FROM chunk
+WHERE chunk.document_id IN (SELECT title_link.linked_document_id FROM title_link)
+"""
 FACT_EDGES = "SELECT subject_id, object_id FROM live_fact WHERE object_id IS NOT NULL"
 NAMED_ENTITIES = """
 SELECT entity.id FROM entity WHERE entity.name_lower = ANY(%(terms)s)
 UNION
 SELECT entity_alias.entity_id FROM entity_alias WHERE entity_alias.alias = ANY(%(terms)s)
+UNION
+SELECT 'page:' || document.id
+FROM document
+WHERE document.title_lower = ANY(%(terms)s) OR document.title_name_lower = ANY(%(terms)s)
 """
 NEAREST_CHUNKS = f"""
 SELECT chunk.id, 1 - (chunk.embedding <=> %(vector)s) AS similarity
@@ -113,7 +126,11 @@ def entity_graph(
 
 def load_entity_graph(connection: psycopg.Connection, fanout: int) -> EntityGraph:
     chunk_ids = [row[0] for row in connection.execute("SELECT id FROM chunk ORDER BY id")]
-    mentions = [*connection.execute(MENTION_EDGES).fetchall(), *connection.execute(TITLE_EDGES).fetchall()]
+    mentions = [
+        *connection.execute(MENTION_EDGES).fetchall(),
+        *connection.execute(TITLE_EDGES).fetchall(),
+        *connection.execute(PAGE_EDGES).fetchall(),
+    ]
     return entity_graph(chunk_ids, mentions, connection.execute(FACT_EDGES).fetchall(), fanout)
 
 

@@ -13,6 +13,7 @@ import pytest
 from pipelines.config import LanegraphConfig, load_config
 from tests import REPOSITORY
 from pipelines.resources.database import Database
+from pipelines.write.graph.title_links import refresh_title_links
 from tests.plans import every_lane_on
 from tests.read.planting import Planter
 
@@ -82,6 +83,21 @@ def plant_world(database: Database) -> Database:
             ledger = plant.chunk("ledger", 0, "In 1931 the Ostrava Guild disbanded.", embed_as=UNRELATED)
             plant.mention(guild, ledger, "Ostrava Guild", "project")
 
+            # sources, bridge hop by a title link only: the titled page names another page's title,
+            # which no entity mention records (the small model misses song and album names); that
+            # page shares no word with the question and is embedded far from it.
+            plant.document("parade", "Paper Lantern Parade")
+            plant.chunk("parade", 0, "Paper Lantern Parade closes the album Velmont Ashgrove Sessions.", embed_as=UNRELATED)
+            plant.document("velmont", "Velmont Ashgrove Sessions (album)")
+            plant.chunk("velmont", 0, "Tracked in a barn near Tarragona under Ines Quarry.", embed_as=UNRELATED)
+
+            # sources, title ranking by a page's name: the question names the title without its
+            # qualifier; the chunk shares no word with the question, while a manifest shares one.
+            plant.document("kestrel", "Kestrel Moorhen (steamship)")
+            plant.chunk("kestrel", 0, "Launched at Gdynia in 1911, she carried grain to Riga.", embed_as=UNRELATED)
+            plant.document("manifest", "Harbour Manifest")
+            plant.chunk("manifest", 0, "Every cargo was weighed twice.", embed_as=UNRELATED)
+
             # overview: a RAPTOR tree whose root is the only level find reads.
             plant.raptor_node("raptor-leaf", 1, "Heron arms pick mixed cases in the Porto warehouse.", ["maintenance#0"])
             plant.raptor_node("raptor-root", 2, "Quillfern Robotics builds warehouse robots across four sites.", ["raptor-leaf"])
@@ -98,4 +114,5 @@ def plant_world(database: Database) -> Database:
             # BM25 statistics in the proportions of a real corpus, so the planner reads postings by
             # term (as it does at scale) rather than from the chunk side (right for two chunks).
             plant.filler_postings(chunks=200, terms=500, postings=3000)
+    refresh_title_links(database)
     return database

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pipelines.config import LanegraphConfig
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
+from pipelines.write.graph.title_links import refresh_title_links
 from tests.read.planting import EMBEDDER, vector
 
 
@@ -51,6 +52,19 @@ def test_a_title_counts_only_as_whole_words(world, config):
     assert "chunk:corvane#0" not in by_lane(result, "sources")
 
 
+def test_a_title_named_without_its_qualifier_lifts_its_page_by_its_own_bonus(world, config):
+    question = "What cargo did the Kestrel Moorhen haul?"
+
+    def sources_with(bonus: float) -> list[str]:
+        settings = config.settings.model_copy(update={"unqualified_title_bonus": bonus})
+        result = ask(world, config.model_copy(update={"settings": settings}), question)
+        assert not next(c for c in result.candidates if c.evidence_id == "chunk:kestrel#0").direct
+        return list(by_lane(result, "sources"))
+
+    assert sources_with(1.0).index("chunk:kestrel#0") < sources_with(1.0).index("chunk:manifest#0")
+    assert sources_with(0.0).index("chunk:kestrel#0") > sources_with(0.0).index("chunk:manifest#0")
+
+
 def test_the_bridge_hop_reaches_the_page_of_an_entity_the_named_document_mentions(world, config):
     question = "Who is the spouse of the singer of Lighthouse Hymn?"
     sources = by_lane(ask(world, config, question), "sources")
@@ -66,6 +80,20 @@ def test_the_bridge_hop_reaches_another_page_that_names_the_same_entity(world, c
     assert sources.index("chunk:mural#0") < sources.index("chunk:ledger#0")
     without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
     assert "chunk:ledger#0" not in by_lane(ask(world, without_bridges, question), "sources")
+
+
+def test_the_bridge_hop_follows_a_title_link_no_entity_mention_records(world, config):
+    question = "Who oversaw the LP that Paper Lantern Parade ends?"
+    sources = list(by_lane(ask(world, config, question), "sources"))
+    assert sources.index("chunk:parade#0") < sources.index("chunk:velmont#0")
+    without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
+    assert "chunk:velmont#0" not in by_lane(ask(world, without_bridges, question), "sources")
+    with world.connection() as connection:
+        connection.execute("DELETE FROM title_link WHERE linked_document_id = 'velmont'")
+    try:
+        assert "chunk:velmont#0" not in by_lane(ask(world, config, question), "sources")
+    finally:
+        refresh_title_links(world)
 
 
 def test_the_bridge_hop_does_not_follow_a_hub_entity(world, config):

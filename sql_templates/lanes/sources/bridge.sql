@@ -1,33 +1,51 @@
 -- Sources lane, bridge hop: the second hop of a multi-hop question ("the currency of the country
--- the singer of X is from"). The entities that the best :bridge_seeds chunks of the first fusion
--- name lead on along the graph's mention edges, to chunks that rarely share words with the
--- question. Entities the question names are its first hop, which the other rankings have already.
+-- the singer of X is from"). What the best :bridge_seeds chunks of the first fusion name leads on
+-- along the graph, to chunks that rarely share words with the question: the entities they mention
+-- (entity_mention) and the pages whose titles they name (title_link, a page's title being its main
+-- entity). Names the question itself holds are its first hop, which the other rankings have already.
 -- Two rankings join the fusion; a chunk at rank r of one gains :bridge_weight * rrf_k / (rrf_k + r),
 -- nearly the whole weight near the top, so the best linked page can rise between the seeds:
---   titled: chunks of the pages titled with a linked name, nearest the question first;
---   named:  the seeds, in fusion order, then the other chunks naming a linked entity, nearest the
---           question first. Ranking the seeds keeps a chunk the first fusion also found from
---           overtaking the seed that led to it, for a name is a looser link than a title. Entities
---           named in :bridge_fanout chunks or more are hubs ("United States") that lead everywhere,
---           and are not followed.
--- Neither ranking returns to the seeds' own documents.
+--   titled: chunks of the pages a seed names (by title, or by an entity named like the title);
+--   named:  the seeds, in fusion order, then the other chunks naming a linked entity or title.
+--           Ranking the seeds keeps a chunk the first fusion also found from overtaking the seed
+--           that led to it, for a shared name is a looser link than a title. Names found in
+--           :bridge_fanout chunks or more are hubs ("United States") that lead everywhere, and are
+--           not followed this way.
+-- Within each ranking, what the better seed leads to comes first, nearest the question first: the
+-- best seed is the likeliest first hop. Neither ranking returns to the seeds' own documents.
 WITH seed AS (
-    SELECT fuse.chunk_id, chunk.document_id, fuse.score
+    SELECT
+        fuse.chunk_id,
+        chunk.document_id,
+        fuse.score,
+        row_number() OVER (ORDER BY fuse.score DESC, fuse.chunk_id) AS rank
     FROM fuse
     JOIN chunk ON chunk.id = fuse.chunk_id
     ORDER BY fuse.score DESC, fuse.chunk_id
     LIMIT :bridge_seeds
 ),
 seed_entity AS (
-    SELECT DISTINCT entity_mention.entity_id, lower(entity_mention.name) AS name
+    SELECT entity_mention.entity_id, lower(entity_mention.name) AS name, min(seed.rank) AS seed_rank
     FROM seed
     JOIN entity_mention ON entity_mention.chunk_id = seed.chunk_id
     WHERE NOT lower(entity_mention.name) = ANY(:question_terms)
+    GROUP BY entity_mention.entity_id, lower(entity_mention.name)
+),
+seed_title AS (
+    SELECT title_link.linked_document_id, title_link.name, min(seed.rank) AS seed_rank
+    FROM seed
+    JOIN title_link ON title_link.document_id = seed.document_id AND title_link.chunk_id = seed.chunk_id
+    WHERE NOT title_link.name = ANY(:question_terms)
+    GROUP BY title_link.linked_document_id, title_link.name
 ),
 mentioning AS (
-    -- At most :bridge_fanout chunks per entity: enough to tell a hub, never a hub's every chunk.
-    SELECT linked.entity_id, fanout.chunk_id
-    FROM (SELECT DISTINCT seed_entity.entity_id FROM seed_entity) AS linked
+    -- At most :bridge_fanout chunks per entity or title: enough to tell a hub, never a hub's every chunk.
+    SELECT linked.entity_id, linked.seed_rank, fanout.chunk_id
+    FROM (
+        SELECT seed_entity.entity_id, min(seed_entity.seed_rank) AS seed_rank
+        FROM seed_entity
+        GROUP BY seed_entity.entity_id
+    ) AS linked
     CROSS JOIN LATERAL (
         SELECT DISTINCT entity_mention.chunk_id
         FROM entity_mention
@@ -36,14 +54,38 @@ mentioning AS (
         LIMIT :bridge_fanout
     ) AS fanout
 ),
+naming AS (
+    SELECT linked.name, linked.seed_rank, fanout.chunk_id
+    FROM (
+        SELECT seed_title.name, min(seed_title.seed_rank) AS seed_rank
+        FROM seed_title
+        GROUP BY seed_title.name
+    ) AS linked
+    CROSS JOIN LATERAL (
+        SELECT DISTINCT title_link.chunk_id
+        FROM title_link
+        WHERE title_link.name = linked.name
+        ORDER BY title_link.chunk_id
+        LIMIT :bridge_fanout
+    ) AS fanout
+),
 linked AS (
-    SELECT false AS named, chunk.id AS chunk_id, chunk.embedding <=> :query_vector AS distance
-    FROM (SELECT DISTINCT seed_entity.name FROM seed_entity) AS linked_name
+    SELECT false AS named, chunk.id AS chunk_id, linked_name.seed_rank, chunk.embedding <=> :query_vector AS distance
+    FROM (
+        SELECT seed_entity.name, min(seed_entity.seed_rank) AS seed_rank
+        FROM seed_entity
+        GROUP BY seed_entity.name
+    ) AS linked_name
     JOIN document ON document.title_lower = linked_name.name
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
-    UNION
-    SELECT true, chunk.id, chunk.embedding <=> :query_vector
+    UNION ALL
+    SELECT false, chunk.id, seed_title.seed_rank, chunk.embedding <=> :query_vector
+    FROM seed_title
+    JOIN chunk ON chunk.document_id = seed_title.linked_document_id
+    WHERE seed_title.linked_document_id NOT IN (SELECT seed.document_id FROM seed)
+    UNION ALL
+    SELECT true, chunk.id, mentioning.seed_rank, chunk.embedding <=> :query_vector
     FROM mentioning
     JOIN chunk ON chunk.id = mentioning.chunk_id
     WHERE mentioning.entity_id IN (
@@ -53,16 +95,31 @@ linked AS (
         HAVING count(*) < :bridge_fanout
     )
       AND chunk.document_id NOT IN (SELECT seed.document_id FROM seed)
+    UNION ALL
+    SELECT true, chunk.id, naming.seed_rank, chunk.embedding <=> :query_vector
+    FROM naming
+    JOIN chunk ON chunk.id = naming.chunk_id
+    WHERE naming.name IN (
+        SELECT naming.name
+        FROM naming
+        GROUP BY naming.name
+        HAVING count(*) < :bridge_fanout
+    )
+      AND chunk.document_id NOT IN (SELECT seed.document_id FROM seed)
 ),
 ranked AS (
     SELECT
         linked.named,
         linked.chunk_id,
-        row_number() OVER (PARTITION BY linked.named ORDER BY linked.distance, linked.chunk_id) AS rank
+        row_number() OVER (
+            PARTITION BY linked.named
+            ORDER BY min(linked.seed_rank), min(linked.distance), linked.chunk_id
+        ) AS rank
     FROM linked
+    GROUP BY linked.named, linked.chunk_id
 ),
 hop AS (
-    SELECT seed.chunk_id, row_number() OVER (ORDER BY seed.score DESC, seed.chunk_id) AS rank
+    SELECT seed.chunk_id, seed.rank
     FROM seed
     UNION ALL
     SELECT ranked.chunk_id, ranked.rank + CASE WHEN ranked.named THEN (SELECT count(*) FROM seed) ELSE 0 END

@@ -1,20 +1,30 @@
 -- Sources lane, title ranking: chunks of documents whose title the question contains as whole
--- words. Question terms are runs of whole words in lower case, so `title_lower = ANY(...)` reads
--- document_title_lower_column_idx, for a confined caller too (0044); the longest named title ranks
--- first, then nearest chunk first.
+-- words, then of documents whose name (the title without its parenthesised qualifier, 0062) it
+-- contains: "the performers of Brother" names "Brother (Pearl Jam song)", but less surely than a
+-- full title, for several pages may share the name. Question terms are runs of whole words in
+-- lower case, so `title_lower = ANY(...)` and `title_name_lower = ANY(...)` read btree indexes, for
+-- a confined caller too (0044); full titles first, the longest first, then nearest chunk first.
 WITH named_chunk AS (
     SELECT
         chunk.id AS chunk_id,
+        true AS full_title,
         length(document.title) AS title_length,
         chunk.embedding <=> :query_vector AS distance
     FROM document
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.title_lower = ANY(:question_terms)
+    UNION ALL
+    SELECT chunk.id, false, length(document.title), chunk.embedding <=> :query_vector
+    FROM document
+    JOIN chunk ON chunk.document_id = document.id
+    WHERE document.title_name_lower = ANY(:question_terms)
+      AND document.title_name_lower <> document.title_lower
 )
 SELECT
     named_chunk.chunk_id,
+    named_chunk.full_title,
     row_number() OVER (
-        ORDER BY named_chunk.title_length DESC, named_chunk.distance, named_chunk.chunk_id
+        ORDER BY named_chunk.full_title DESC, named_chunk.title_length DESC, named_chunk.distance, named_chunk.chunk_id
     ) AS rank
 FROM named_chunk
 ORDER BY rank
