@@ -14,3 +14,13 @@ ALTER TABLE document ADD COLUMN IF NOT EXISTS title_name text
 ALTER TABLE document ADD COLUMN IF NOT EXISTS title_name_lower text
     GENERATED ALWAYS AS (lower(lanegraph_title_name(title))) STORED;
 CREATE INDEX IF NOT EXISTS document_title_name_lower_idx ON document (title_name_lower);
+
+-- A one-word name that is a stopword ("In", "It", "Because") names nothing: every question and
+-- text holds it. SciFact ships an abstract titled "in", which took the title bonus in half of its
+-- claims. Longer names of stopwords ("All by Myself", "She's All That") are still names. The
+-- stopwords are BM25's (`english`).
+ALTER TABLE document ADD COLUMN IF NOT EXISTS title_name_is_distinctive boolean
+    GENERATED ALWAYS AS (
+        to_tsvector('english'::regconfig, lanegraph_title_name(title)) <> ''::tsvector
+        OR lanegraph_title_name(title) ~ '\S\s+\S'
+    ) STORED;

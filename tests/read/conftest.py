@@ -98,6 +98,10 @@ def plant_world(database: Database) -> Database:
             plant.document("manifest", "Harbour Manifest")
             plant.chunk("manifest", 0, "Every cargo was weighed twice.", embed_as=UNRELATED)
 
+            # sources, no title ranking: a title of one stopword names nothing, though questions hold it.
+            plant.document("stopword", "in")
+            plant.chunk("stopword", 0, "A page whose title is a stopword.", embed_as=UNRELATED)
+
             # overview: a RAPTOR tree whose root is the only level find reads.
             plant.raptor_node("raptor-leaf", 1, "Heron arms pick mixed cases in the Porto warehouse.", ["maintenance#0"])
             plant.raptor_node("raptor-root", 2, "Quillfern Robotics builds warehouse robots across four sites.", ["raptor-leaf"])

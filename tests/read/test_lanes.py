@@ -52,6 +52,11 @@ def test_a_title_counts_only_as_whole_words(world, config):
     assert "chunk:corvane#0" not in by_lane(result, "sources")
 
 
+def test_a_title_of_one_stopword_names_nothing(world, config):
+    result = ask(world, config, "What did the Corvane Cold Chain Audit conclude in the end?")
+    assert "chunk:stopword#0" not in by_lane(result, "sources")
+
+
 def test_a_title_named_without_its_qualifier_lifts_its_page_by_its_own_bonus(world, config):
     question = "What cargo did the Kestrel Moorhen haul?"
 

@@ -32,6 +32,22 @@ def test_a_page_is_named_by_its_title_without_the_qualifier(database):
     assert names == [("Green", "green"), ("Nashville, Tennessee", "nashville, tennessee"), ("Brother (song)", "brother (song)")]
 
 
+def test_a_one_word_name_of_a_stopword_is_not_distinctive(database):
+    titles = {"a": "Because (Beatles song)", "b": "in", "c": "All by Myself", "d": "Summary", "e": "Green (film)"}
+    with database.connection() as connection:
+        for id, title in titles.items():
+            connection.execute("INSERT INTO document (id, title, body, content_hash) VALUES (%s, %s, '', 'h')", (id, title))
+        distinctive = dict(connection.execute("SELECT id, title_name_is_distinctive FROM document").fetchall())
+    assert distinctive == {"a": False, "b": False, "c": True, "d": True, "e": True}
+
+
+def test_a_page_whose_name_is_a_stopword_gets_no_links(database):
+    with database.connection() as connection:
+        _document(connection, "because", "Because (Beatles song)", "A song on Abbey Road.")
+        _document(connection, "notes", "Notes", "Because the tour ended, Because was never played live.")
+    assert refresh_title_links(database).links == 0
+
+
 def test_a_chunk_links_to_every_page_whose_title_it_names():
     links = links_of_chunk(INDEX, "song#0", "song", "Hello Love was a hit for Hank Snow, who lived in Nashville, Tennessee.")
     assert {(link.linked_document_id, link.name) for link in links} == {

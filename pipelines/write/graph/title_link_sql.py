@@ -1,9 +1,11 @@
 """SQL of the title links (`title_links`): statements only, every value a bind parameter."""
 
-# A page is named by its title without the parenthesised qualifier (0062). Retracted documents keep
-# their row for the audit, but no longer link or get linked.
+# A page is named by its title without the parenthesised qualifier, unless that is stopwords only
+# (0062). Retracted documents keep their row for the audit, but no longer link or get linked.
 DOCUMENT_NAMES = """
-SELECT id, title_name FROM document WHERE retracted_at IS NULL AND title_name <> '' ORDER BY id
+SELECT id, title_name FROM document
+WHERE retracted_at IS NULL AND title_name_is_distinctive
+ORDER BY id
 """
 
 CHUNK_TEXTS = """

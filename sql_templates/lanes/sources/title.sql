@@ -4,6 +4,7 @@
 -- full title, for several pages may share the name. Question terms are runs of whole words in
 -- lower case, so `title_lower = ANY(...)` and `title_name_lower = ANY(...)` read btree indexes, for
 -- a confined caller too (0044); full titles first, the longest first, then nearest chunk first.
+-- A title of stopwords only ("In") names nothing (0062).
 WITH named_chunk AS (
     SELECT
         chunk.id AS chunk_id,
@@ -13,12 +14,14 @@ WITH named_chunk AS (
     FROM document
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.title_lower = ANY(:question_terms)
+      AND document.title_name_is_distinctive
     UNION ALL
     SELECT chunk.id, false, length(document.title), chunk.embedding <=> :query_vector
     FROM document
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.title_name_lower = ANY(:question_terms)
       AND document.title_name_lower <> document.title_lower
+      AND document.title_name_is_distinctive
 )
 SELECT
     named_chunk.chunk_id,
