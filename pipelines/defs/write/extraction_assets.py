@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.partition_metadata import partitioned_result
 from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
@@ -54,7 +54,7 @@ def entities_and_facts(
         "mentions": result.total("mentions"),
         "documents_retracted": result.total("retracted"),
     })
-    return dg.MaterializeResult(metadata=dagster_metadata(values))
+    return partitioned_result(context, report, values)
 
 
 def _partition_counts(counts: DocumentCounts) -> dict[str, int]:
