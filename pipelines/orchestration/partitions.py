@@ -3,7 +3,7 @@
 A key is a source's key ("documents/project-heron.md", "corpus/musique.jsonl"): a markdown or text
 file holds one document, a JSONL file many. Every per-document asset (documents, chunks,
 chunk_embeddings, bm25_index, entities_and_facts) uses this definition and maps its partition keys
-to documents with `pipelines.write.documents.registry.partition_document_ids`.
+to documents with `pipelines.write.documents.registry.partition_documents`.
 """
 
 from collections.abc import Collection, Sequence

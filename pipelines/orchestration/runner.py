@@ -37,6 +37,7 @@ from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_ran
 from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
 from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line_of
 from pipelines.write.documents.registry import Registration, register_path, source_bytes, unfinished_sources
+from pipelines.write.report import run_values
 
 INGEST_JOB = "ingest_documents"
 GRAPH_JOB = "refresh_graph"
@@ -353,13 +354,12 @@ class _Runner:
 
     def _collect(self, result: dg.ExecuteInProcessResult | dg.JobExecutionResult, report: WriteReport) -> None:
         report.run_ids.append(result.run_id)
-        # A range run records one materialization per partition, all with the same metadata.
         for event in result.get_asset_materialization_events():
             name = event.asset_key.to_user_string()
             if name not in report.assets:
-                report.assets[name] = {
-                    key: getattr(value, "value", value) for key, value in event.materialization.metadata.items()
-                }
+                values = {key: getattr(value, "value", value) for key, value in event.materialization.metadata.items()}
+                # A range run's partitions each carry the run's figures beside their own.
+                report.assets[name] = run_values(values) if event.materialization.partition else values
         for evaluation in result.get_asset_check_evaluations():
             report.checks[evaluation.check_name] = evaluation.passed
         if not result.success:

@@ -194,3 +194,46 @@ def test_a_failing_document_is_skipped_while_the_rest_of_its_batch_lands(corpus:
     assert any("note-2" in line and "no_recalls" in line for line in report.skipped)
     assert report.counts("documents")["inserted"] == 4
     assert scalar(run.url, "SELECT count(*) FROM document") == 4
+
+
+def test_each_partition_materialization_carries_its_own_source_figures(tmp_path: Path, run) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(DEMO / "company-overview.md", folder / "company-overview.md")
+    (folder / "tiny.md").write_text("# Tiny\n\nOne short sentence.\n")
+    write_jsonl(folder / "notes.jsonl", RECORDS)
+
+    report = run(folder)
+
+    (ingest_run,) = report.run_ids
+    assert len(report.partitions) == 3
+    documents_of = {"mixed/company-overview.md": 1, "mixed/notes.jsonl": 2, "mixed/tiny.md": 1}
+    for key, documents in documents_of.items():
+        chunks = scalar(
+            run.url,
+            "SELECT count(*) FROM chunk JOIN document ON document.id = chunk.document_id WHERE source_key = %s",
+            (key,),
+        )
+        figures = {asset: latest_partition_metadata(run.instance, asset, key, ingest_run) for asset in PER_DOCUMENT_ASSETS}
+        assert {name: figures["documents"][name] for name in SOURCE_COUNTS} == {
+            "inserted": documents, "updated": 0, "deleted": 0, "unchanged": 0, "skipped": 0,
+        }
+        assert (figures["chunks"]["inserted"], figures["chunk_embeddings"]["inserted"]) == (chunks, chunks)
+        assert (figures["bm25_index"]["inserted"], figures["bm25_index"]["unchanged"]) == (0, chunks)
+        # The run's totals stay on every partition's page, labelled as the run's.
+        assert figures["documents"]["run_inserted"] == 4
+        assert figures["chunks"]["run_inserted"] == report.counts("chunks")["inserted"] > chunks
+    assert report.counts("documents") == {"inserted": 4, "updated": 0, "deleted": 0, "unchanged": 0, "skipped": 0, "rows": 4}
+
+
+PER_DOCUMENT_ASSETS = ("documents", "chunks", "chunk_embeddings", "bm25_index")
+SOURCE_COUNTS = ("inserted", "updated", "deleted", "unchanged", "skipped")
+
+
+def latest_partition_metadata(instance: dg.DagsterInstance, asset: str, partition: str, run_id: str) -> dict[str, object]:
+    """The metadata of the partition's latest materialization, which must be the given run's only one."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=5
+    ).records
+    assert [record.run_id for record in records] == [run_id]
+    return {name: getattr(value, "value", value) for name, value in records[0].asset_materialization.metadata.items()}

@@ -52,6 +52,7 @@ DEFINITIONS = dg.Definitions(
 @dataclass
 class DemoGraph:
     database: Database
+    instance: dg.DagsterInstance
     first: WriteReport
     second: WriteReport
 
@@ -68,7 +69,7 @@ def demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPathFa
     # Extraction again over every partition: nothing may change.
     second = materialize(["entities_and_facts"], definitions=DEFINITIONS, instance=instance, database_url=url)
     database = Database(url)
-    yield DemoGraph(database, first, second)
+    yield DemoGraph(database, instance, first, second)
     database.close()
 
 
@@ -105,6 +106,25 @@ def test_facts_are_grounded_in_their_source_chunk(demo: DemoGraph) -> None:
         assert statement in chunk_text
         assert statement[-1] in ".!?"
         assert fact_document == chunk_document
+
+
+def test_each_partition_reports_the_facts_of_its_own_file(demo: DemoGraph) -> None:
+    inserted = {}
+    for name in DEMO_SUBSET:
+        key = f"documents/{name}"
+        records = demo.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("entities_and_facts"), asset_partitions=[key]), limit=3
+        ).records
+        assert [record.run_id for record in records] == demo.second.run_ids + demo.first.run_ids[:1]
+        second, first = (
+            {name: value.value for name, value in record.asset_materialization.metadata.items()} for record in records
+        )
+        # What the first extraction of the file inserted, the second states again and leaves alone.
+        assert first["inserted"] == second["unchanged"] > 0 and second["inserted"] == 0
+        assert second["run_unchanged"] == demo.second.assets["entities_and_facts"]["unchanged"]
+        inserted[key] = first["inserted"]
+    assert sum(inserted.values()) == demo.first.assets["entities_and_facts"]["inserted"]
+    assert len(set(inserted.values())) > 1
 
 
 def test_a_second_extraction_changes_nothing(demo: DemoGraph) -> None:

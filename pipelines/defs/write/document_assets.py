@@ -7,7 +7,7 @@ are run config whose defaults come from lanes.yaml when the run starts (`run_con
 
 import dagster as dg
 
-from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.partition_metadata import partitioned_result
 from pipelines.defs.write.run_config import lanes_yaml_default
 from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 from pipelines.orchestration.partitions import document_partitions
@@ -64,7 +64,7 @@ def documents(
         context.log.warning(f"skipped {problem}")
     if len(report.problems) > MAX_LOGGED_PROBLEMS:
         context.log.warning(f"... {len(report.problems) - MAX_LOGGED_PROBLEMS} more skipped; see the metadata")
-    return dg.MaterializeResult(metadata=dagster_metadata(report.metadata()))
+    return partitioned_result(context, report)
 
 
 @dg.asset(
@@ -86,7 +86,7 @@ def chunks(
         batch_size=config.batch_size,
         log=context.log.info,
     )
-    return dg.MaterializeResult(metadata=dagster_metadata(report.metadata()))
+    return partitioned_result(context, report)
 
 
 @dg.asset(
@@ -110,7 +110,7 @@ def chunk_embeddings(
         batch_size=config.batch_size,
         log=context.log.info,
     )
-    return dg.MaterializeResult(metadata=dagster_metadata(report.metadata()))
+    return partitioned_result(context, report)
 
 
 @dg.asset(
@@ -129,7 +129,7 @@ def bm25_index(
     report = index_partitions(
         database.get_database(), context.partition_keys, batch_size=config.batch_size, log=context.log.info
     )
-    return dg.MaterializeResult(metadata=dagster_metadata(report.metadata()))
+    return partitioned_result(context, report)
 
 
 @dg.asset_check(

@@ -3,14 +3,15 @@
 
 import dagster as dg
 
-from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.partition_metadata import partitioned_result
 from pipelines.orchestration.groups import PER_DOCUMENT_GROUP
 from pipelines.orchestration.partitions import document_partitions
 from pipelines.resources.database import DatabaseResource
 from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.write.extraction import extraction_sql as q
 from pipelines.write.extraction.extraction import extract_documents
-from pipelines.write.documents.registry import partition_document_ids
+from pipelines.write.extraction.extraction_store import DocumentCounts
+from pipelines.write.documents.registry import partition_documents
 from pipelines.write.report import StepReport
 
 @dg.asset(
@@ -33,17 +34,15 @@ def entities_and_facts(
     report = StepReport(unit="documents", preview_columns=("subject", "predicate", "object", "valid from", "statement"))
     db = database.get_database()
     with db.connection() as connection:
-        document_ids = partition_document_ids(connection, context.partition_keys)
+        source_of = partition_documents(connection, context.partition_keys)
     result = extract_documents(
-        db, extractor.get_extractor(), document_ids, extractor.merge_similarity, progress=context.log.info
+        db, extractor.get_extractor(), list(source_of), extractor.merge_similarity, progress=context.log.info
     )
     for missing in result.missing:
-        report.skip(missing, "no such document")
+        report.skip(missing, "no such document", source_of[missing])
+    for document_id, counts in result.documents.items():
+        report.count(source_of[document_id], _partition_counts(counts))
     report.processed = len(result.documents)
-    report.inserted = result.total("facts_inserted")
-    report.updated = result.total("facts_superseded")
-    report.deleted = result.total("facts_closed")
-    report.unchanged = result.total("facts_stated") - report.inserted
     with db.connection() as connection:
         report.rows = connection.execute(q.LIVE_FACT_COUNT).fetchone()[0]
         report.preview_rows = connection.execute(q.FACT_PREVIEW, {"ids": list(result.documents)}).fetchall()
@@ -55,7 +54,21 @@ def entities_and_facts(
         "mentions": result.total("mentions"),
         "documents_retracted": result.total("retracted"),
     })
-    return dg.MaterializeResult(metadata=dagster_metadata(values))
+    return partitioned_result(context, report, values)
+
+
+def _partition_counts(counts: DocumentCounts) -> dict[str, int]:
+    """A document's facts as the step's counts, and its entity tallies."""
+    return {
+        "inserted": counts.facts_inserted,
+        "updated": counts.facts_superseded,
+        "deleted": counts.facts_closed,
+        "unchanged": counts.facts_stated - counts.facts_inserted,
+        "entities_created": counts.entities_created,
+        "entities_merged": counts.entities_merged,
+        "mentions": counts.mentions,
+        "documents_retracted": int(counts.retracted),
+    }
 
 
 @dg.asset_check(asset=entities_and_facts, description="No live fact points at an entity that does not exist.")

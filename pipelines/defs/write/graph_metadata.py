@@ -2,11 +2,13 @@
 
 
 from collections.abc import Mapping
+from typing import Any
 
 import dagster as dg
 
 
-def dagster_metadata(values: Mapping[str, object]) -> dict[str, object]:
+# Any: Dagster's type of raw metadata values is not public.
+def dagster_metadata(values: Mapping[str, object]) -> dict[str, Any]:
     """Markdown tables and inline images render as markdown; everything else passes as is."""
     return {
         key: dg.MetadataValue.md(value) if isinstance(value, str) and value.startswith(("|", "![")) else value

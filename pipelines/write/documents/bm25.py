@@ -26,7 +26,7 @@ import psycopg
 
 from pipelines.resources.database import Database
 from pipelines.write.documents import bm25_sql as q
-from pipelines.write.documents.document_sql import CHUNK_TEXTS, PARTITION_CHUNK_COUNT
+from pipelines.write.documents.document_sql import CHUNK_TEXTS, PARTITION_CHUNK_COUNTS
 from pipelines.write.batches import BatchWriter
 from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.progress import Log, step_progress
@@ -43,14 +43,17 @@ def index_partitions(
     """Index every chunk of the partitions' documents that has no postings yet."""
     report = StepReport(unit="chunks", preview_columns=("chunk", "length", "terms"))
     with database.connection() as connection:
-        chunks = [chunk_id for (chunk_id,) in connection.execute(q.UNINDEXED_CHUNKS, {"keys": list(keys)})]
-        in_partitions = connection.execute(PARTITION_CHUNK_COUNT, {"keys": list(keys)}).fetchone()[0]
+        source_of = dict(connection.execute(q.UNINDEXED_CHUNKS, {"keys": list(keys)}).fetchall())
+        in_partitions = dict(connection.execute(PARTITION_CHUNK_COUNTS, {"keys": list(keys)}).fetchall())
+    chunks = list(source_of)
     writer = BatchWriter(
         database,
         _index_batch,
         batch_size=batch_size,
         report=report,
         describe=lambda chunk: f"chunk {chunk[0]}",
+        partition=lambda chunk: source_of[chunk[0]],
+        counts=lambda chunk: {"inserted": 1},
         on_flush=step_progress(STEP, len(chunks), "chunks", log),
     )
     for start in range(0, len(chunks), batch_size):
@@ -60,16 +63,17 @@ def index_partitions(
             writer.add((chunk_id, indexed_text(title, text)))
     writer.flush()
     report.processed = len(chunks)
-    report.unchanged = in_partitions - len(chunks)
+    unindexed_per_source = Counter(source_of.values())
+    for source_key, chunk_count in in_partitions.items():
+        report.count(source_key, {"unchanged": chunk_count - unindexed_per_source[source_key]})
     with database.connection() as connection:
         report.rows = connection.execute(q.INDEXED_COUNT).fetchone()[0]
         report.preview_rows = connection.execute(q.INDEX_PREVIEW, {"chunk_ids": chunks[:5]}).fetchall()
     return report.finish()
 
 
-def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> Counter:
+def _index_batch(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> None:
     apply_statistics(connection, index_chunks(connection, chunks))
-    return Counter(inserted=len(chunks))
 
 
 def index_chunks(connection: psycopg.Connection, chunks: Sequence[tuple[str, str]]) -> list[DocumentFrequencyChange]:

@@ -9,7 +9,7 @@ TEXT_SEARCH_CONFIG = "english"
 STATISTICS_LOCK_KEY = 0x424D3235
 
 UNINDEXED_CHUNKS = """
-SELECT chunk.id
+SELECT chunk.id, document.source_key
 FROM chunk
 JOIN document ON document.id = chunk.document_id
 LEFT JOIN bm25_chunk_length AS indexed ON indexed.chunk_id = chunk.id

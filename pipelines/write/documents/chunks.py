@@ -9,7 +9,6 @@ chunks: the statistics never describe chunks that are not there, nor miss chunks
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +32,7 @@ def chunk_id(document_id: str, position: int) -> str:
 @dataclass
 class _DocumentChunks:
     document_id: str
+    source_key: str
     fingerprint: str
     title: str
     inserts: list[dict] = field(default_factory=list)
@@ -53,18 +53,21 @@ def materialize_chunks(
     report = StepReport(unit="documents", preview_columns=("chunk", "tokens", "text"))
     with database.connection() as connection:
         states = connection.execute(q.CHUNKING_STATES, {"keys": list(keys)}).fetchall()
+    source_of = {document_id: source_key for document_id, source_key, _, _ in states}
     stale = {
         document_id: fingerprint
-        for document_id, content_hash, chunked_with in states
+        for document_id, _, content_hash, chunked_with in states
         if (fingerprint := chunking_fingerprint(content_hash, max_tokens, overlap_tokens)) != chunked_with
     }
-    current = [document_id for document_id, _, _ in states if document_id not in stale]
+    current = [document_id for document_id in source_of if document_id not in stale]
     writer = BatchWriter(
         database,
         _write_chunks,
         batch_size=batch_size,
         report=report,
         describe=lambda plan: f"document {plan.document_id}",
+        partition=lambda plan: plan.source_key,
+        counts=_counts,
         on_flush=step_progress(STEP, len(stale), "documents", log),
     )
     ids = sorted(stale)
@@ -78,11 +81,15 @@ def materialize_chunks(
             stored.setdefault(document_id, {})[stored_id] = (content_hash, scopes)
         for document_id, title, body, _, scopes in documents:
             chunks = chunk_document(title, body, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
-            writer.add(_plan(document_id, stale[document_id], title, scopes, chunks, stored.get(document_id, {})))
+            writer.add(_plan(
+                document_id, source_of[document_id], stale[document_id], title, scopes, chunks,
+                stored.get(document_id, {}),
+            ))
     writer.flush()
     report.processed = len(stale)
     with database.connection() as connection:
-        report.unchanged += connection.execute(q.DOCUMENT_CHUNK_COUNT, {"ids": current}).fetchone()[0]
+        for source_key, chunk_count in connection.execute(q.DOCUMENT_CHUNK_COUNTS, {"ids": current}):
+            report.count(source_key, {"unchanged": chunk_count})
         report.rows = connection.execute(q.CHUNK_COUNT).fetchone()[0]
         report.preview_rows = connection.execute(q.CHUNK_PREVIEW, {"ids": ids[:5] or current[:5]}).fetchall()
     return report.finish()
@@ -90,6 +97,7 @@ def materialize_chunks(
 
 def _plan(
     document_id: str,
+    source_key: str,
     fingerprint: str,
     title: str,
     scopes: list[str],
@@ -97,7 +105,7 @@ def _plan(
     stored: dict[str, tuple[str, list[str]]],
 ) -> _DocumentChunks:
     """The inserts, updates and deletes that turn the stored chunks into `chunks`."""
-    plan = _DocumentChunks(document_id, fingerprint, title)
+    plan = _DocumentChunks(document_id, source_key, fingerprint, title)
     wanted = set()
     for chunk in chunks:
         row = {
@@ -121,7 +129,16 @@ def _plan(
     return plan
 
 
-def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunks]) -> Counter:
+def _counts(plan: _DocumentChunks) -> dict[str, int]:
+    return {
+        "inserted": len(plan.inserts),
+        "updated": len(plan.updates),
+        "deleted": len(plan.deletes),
+        "unchanged": plan.unchanged,
+    }
+
+
+def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunks]) -> None:
     inserts = [row for plan in plans for row in plan.inserts]
     updates = [row for plan in plans for row in plan.updates]
     deletes = [chunk for plan in plans for chunk in plan.deletes]
@@ -142,9 +159,3 @@ def _write_chunks(connection: psycopg.Connection, plans: Sequence[_DocumentChunk
     changes += index_chunks(connection, written)
     if forgotten or written:
         apply_statistics(connection, changes)
-    return Counter(
-        inserted=len(inserts),
-        updated=len(updates),
-        deleted=len(deletes),
-        unchanged=sum(plan.unchanged for plan in plans),
-    )

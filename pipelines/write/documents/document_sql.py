@@ -51,8 +51,8 @@ MARK_SOURCE_MATERIALIZED = """
 UPDATE document_source SET materialized_hash = %(file_hash)s WHERE key = %(key)s
 """
 
-PARTITION_DOCUMENT_IDS = """
-SELECT id FROM document WHERE source_key = ANY(%(keys)s) ORDER BY id
+PARTITION_DOCUMENTS = """
+SELECT id, source_key FROM document WHERE source_key = ANY(%(keys)s) ORDER BY id
 """
 
 # --- documents ---------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ LIMIT 5
 # --- chunks ------------------------------------------------------------------------------------
 
 CHUNKING_STATES = """
-SELECT id, content_hash, chunked_with
+SELECT id, source_key, content_hash, chunked_with
 FROM document
 WHERE source_key = ANY(%(keys)s) AND retracted_at IS NULL
 ORDER BY id
@@ -160,7 +160,13 @@ MARK_DOCUMENT_CHUNKED = "UPDATE document SET chunked_with = %(fingerprint)s WHER
 
 CHUNK_COUNT = "SELECT count(*) FROM chunk"
 
-DOCUMENT_CHUNK_COUNT = "SELECT count(*) FROM chunk WHERE document_id = ANY(%(ids)s)"
+DOCUMENT_CHUNK_COUNTS = """
+SELECT document.source_key, count(*)
+FROM chunk
+JOIN document ON document.id = chunk.document_id
+WHERE chunk.document_id = ANY(%(ids)s)
+GROUP BY document.source_key
+"""
 
 CHUNK_PREVIEW = """
 SELECT id, token_count, text
@@ -184,7 +190,7 @@ ORDER BY chunk.id
 
 # Chunks of the partitions whose embedding is missing, from another model, or of older text.
 STALE_EMBEDDINGS = """
-SELECT chunk.id, chunk.content_hash, chunk.embedding IS NULL AS missing
+SELECT chunk.id, chunk.content_hash, chunk.embedding IS NULL AS missing, document.source_key
 FROM chunk
 JOIN document ON document.id = chunk.document_id
 WHERE document.source_key = ANY(%(keys)s)
@@ -203,11 +209,12 @@ SET embedding = %(embedding)s, embedding_model = %(model)s, embedded_hash = %(co
 WHERE id = %(id)s AND content_hash = %(content_hash)s
 """
 
-PARTITION_CHUNK_COUNT = """
-SELECT count(*)
+PARTITION_CHUNK_COUNTS = """
+SELECT document.source_key, count(*)
 FROM chunk
 JOIN document ON document.id = chunk.document_id
 WHERE document.source_key = ANY(%(keys)s)
+GROUP BY document.source_key
 """
 
 EMBEDDED_COUNT = "SELECT count(*) FROM chunk WHERE embedding IS NOT NULL"

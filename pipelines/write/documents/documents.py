@@ -8,7 +8,6 @@ with `recorded_to`. Input that cannot be read is skipped with a reason and the r
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +54,7 @@ def materialize_documents(
         }
     for key in keys:
         if key not in sources:
-            report.skip(key, "not a registered source; run `lanegraph ingest` on its folder or file")
+            report.skip(key, "not a registered source; run `lanegraph ingest` on its folder or file", key)
     advance = step_progress(STEP, len(sources), "sources", log)
     writer = BatchWriter(
         database,
@@ -63,11 +62,14 @@ def materialize_documents(
         batch_size=batch_size,
         report=report,
         describe=_describe,
+        partition=lambda item: item.key,
+        counts=_counts,
     )
     read_hashes: dict[str, str | None] = {}
     for done, key in enumerate(sorted(sources), start=1):
         read = read_source(sources[key], max_bytes)
-        report.problems.extend(read.problems)
+        for problem in read.problems:
+            report.skip(problem.location, problem.reason, key)
         read_hashes[key] = read.file_hash
         # An unreadable copy (binary, oversized, ...) leaves the documents it held as they were.
         if not read.unreadable:
@@ -111,9 +113,10 @@ def _plan_source(
             report.skip(
                 f"{key} ({document.id})",
                 f"document id {document.id!r} already comes from source {source_key!r}",
+                key,
             )
         elif source_key == key and content_hash == document.content_hash and retracted_at is None:
-            report.unchanged += 1
+            report.count(key, {"unchanged": 1})
         else:
             writer.add(_Upsert(key, document, "updated"))
     present = {document.id for document in documents}
@@ -127,17 +130,16 @@ def _describe(item: _Upsert | _Retract) -> str:
     return f"{item.key} ({document_id})"
 
 
-def _write_documents(connection: psycopg.Connection, items: Sequence[_Upsert | _Retract]) -> Counter:
+def _counts(item: _Upsert | _Retract) -> dict[str, int]:
+    return {item.change: 1} if isinstance(item, _Upsert) else {"deleted": 1}
+
+
+def _write_documents(connection: psycopg.Connection, items: Sequence[_Upsert | _Retract]) -> None:
     upserts = [item for item in items if isinstance(item, _Upsert)]
     retractions = [item.document_id for item in items if isinstance(item, _Retract)]
     if upserts:
         connection.cursor().executemany(q.UPSERT_DOCUMENT, [_document_row(item) for item in upserts])
     retract_documents(connection, retractions)
-    return Counter(
-        inserted=sum(item.change == "inserted" for item in upserts),
-        updated=sum(item.change == "updated" for item in upserts),
-        deleted=len(retractions),
-    )
 
 
 def _document_row(item: _Upsert) -> dict[str, object]:

@@ -29,6 +29,7 @@ STEP = "chunk_embeddings"
 @dataclass(frozen=True)
 class _Embedded:
     chunk_id: str
+    source_key: str
     content_hash: str
     missing: bool
     vector: np.ndarray
@@ -46,20 +47,22 @@ def materialize_embeddings(
     report = StepReport(unit="chunks", preview_columns=("chunk", "model", "dimensions", "text"))
     with database.connection() as connection:
         stale = connection.execute(q.STALE_EMBEDDINGS, {"keys": list(keys), "model": embedder.model_id}).fetchall()
-        in_partitions = connection.execute(q.PARTITION_CHUNK_COUNT, {"keys": list(keys)}).fetchone()[0]
+        in_partitions = dict(connection.execute(q.PARTITION_CHUNK_COUNTS, {"keys": list(keys)}).fetchall())
     writer = BatchWriter(
         database,
         _write_embeddings,
         batch_size=batch_size,
         report=report,
         describe=lambda item: f"chunk {item.chunk_id}",
+        partition=lambda item: item.source_key,
+        counts=lambda item: {"inserted": 1} if item.missing else {"updated": 1},
     )
     advance = step_progress(STEP, len(stale), "chunks embedded", log)
     model_seconds = 0.0
     for start in range(0, len(stale), batch_size):
         group = {
-            chunk_id: (content_hash, missing)
-            for chunk_id, content_hash, missing in stale[start : start + batch_size]
+            chunk_id: (content_hash, missing, source_key)
+            for chunk_id, content_hash, missing, source_key in stale[start : start + batch_size]
         }
         with database.connection() as connection:
             texts = connection.execute(q.CHUNK_TEXTS, {"ids": list(group)}).fetchall()
@@ -74,10 +77,12 @@ def materialize_embeddings(
                 f"chunks; pipeline.embedding.dimension is {embedder.dimension}"
             )
         for (chunk_id, _, _), vector in zip(texts, vectors, strict=True):
-            content_hash, missing = group[chunk_id]
-            writer.add(_Embedded(chunk_id, content_hash, missing, vector, embedder.model_id))
+            content_hash, missing, source_key = group[chunk_id]
+            writer.add(_Embedded(chunk_id, source_key, content_hash, missing, vector, embedder.model_id))
     writer.flush()
-    report.unchanged = in_partitions - len(stale)
+    stale_per_source = Counter(source_key for *_, source_key in stale)
+    for source_key, chunk_count in in_partitions.items():
+        report.count(source_key, {"unchanged": chunk_count - stale_per_source[source_key]})
     report.processed = len(stale)
     report.details = {
         "model": embedder.model_id,
@@ -93,7 +98,7 @@ def materialize_embeddings(
     return report.finish()
 
 
-def _write_embeddings(connection: psycopg.Connection, items: Sequence[_Embedded]) -> Counter:
+def _write_embeddings(connection: psycopg.Connection, items: Sequence[_Embedded]) -> None:
     cursor = connection.cursor()
     cursor.executemany(
         q.WRITE_EMBEDDING,
@@ -101,11 +106,6 @@ def _write_embeddings(connection: psycopg.Connection, items: Sequence[_Embedded]
             {"id": item.chunk_id, "content_hash": item.content_hash, "embedding": item.vector, "model": item.model}
             for item in items
         ],
-    )
-    # A chunk rewritten meanwhile matched no row and is left for the next run.
-    return Counter(
-        inserted=sum(item.missing for item in items),
-        updated=sum(not item.missing for item in items),
     )
 
 

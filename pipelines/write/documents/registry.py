@@ -107,9 +107,7 @@ def source_bytes(connection: psycopg.Connection, keys: Sequence[str]) -> int:
     return int(connection.execute(q.SOURCE_BYTES, {"keys": list(keys)}).fetchone()[0])
 
 
-def partition_document_ids(connection: psycopg.Connection, partition_keys: Sequence[str]) -> list[str]:
-    """The documents of the given partitions (live and retracted): what a partitioned asset of the
-    per-document group works on."""
-    return [document_id for (document_id,) in connection.execute(
-        q.PARTITION_DOCUMENT_IDS, {"keys": list(partition_keys)}
-    )]
+def partition_documents(connection: psycopg.Connection, partition_keys: Sequence[str]) -> dict[str, str]:
+    """The documents of the given partitions (live and retracted), id -> partition key, in id order:
+    what a partitioned asset of the per-document group works on."""
+    return dict(connection.execute(q.PARTITION_DOCUMENTS, {"keys": list(partition_keys)}).fetchall())
