@@ -1,7 +1,5 @@
 """Title links (group "graph"): which chunk names which other document's title."""
 
-from typing import Any
-
 import dagster as dg
 
 from pipelines.defs.write.graph_metadata import dagster_metadata
@@ -35,8 +33,7 @@ def title_links(context: dg.AssetExecutionContext, database: DatabaseResource) -
         "linked_documents": links.linked_documents,
         "links_per_chunk": round(links.links / links.chunks, 2) if links.chunks else 0.0,
     }
-    metadata: dict[str, Any] = dagster_metadata(step.finish().metadata())
-    return dg.MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(metadata=dagster_metadata(step.finish().metadata()))
 
 
 @dg.asset_check(
