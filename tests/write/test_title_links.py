@@ -55,6 +55,11 @@ def test_a_chunk_links_to_every_page_whose_title_it_names():
     }
 
 
+def test_a_possessive_names_the_page():
+    links = links_of_chunk(INDEX, "album#0", "album", "Hank Snow’s first hit and Hank Snow's last.")
+    assert [(link.linked_document_id, link.name) for link in links] == [("hank", "hank snow")]
+
+
 def test_a_name_shared_by_several_titles_links_to_each():
     links = links_of_chunk(INDEX, "review#0", "review", "Hillage released Green in 1978.")
     assert {link.linked_document_id for link in links} == {"green-album", "green-film"}

@@ -25,6 +25,7 @@ STEP = "title_links"
 # Words of a token: letters and digits, joined by inner hyphens, apostrophes and dots ("Rock'n'roll",
 # "U.S.", "Jay-Z"); any other character is a token of its own, so "Snow," ends at the comma.
 TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
+POSSESSIVE = re.compile(r"['’]s$")
 # Shorter names ("Mr", "AC") are abbreviations more often than titles.
 MIN_NAME_CHARS = 3
 # Chunks matched between progress reports.
@@ -38,7 +39,8 @@ def linkable(name: str) -> bool:
 
 
 def name_tokens(text: str) -> tuple[str, ...]:
-    return tuple(TOKEN.findall(text))
+    """The text's tokens, a possessive's "'s" dropped: "Pearl Jam's second album" names Pearl Jam."""
+    return tuple(POSSESSIVE.sub("", token) for token in TOKEN.findall(text))
 
 
 @dataclass(frozen=True)
