@@ -189,6 +189,39 @@ def test_postings_stored_before_they_carried_chunk_lengths_get_them_in_place(
         assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75)
 
 
+def test_term_statistics_stored_before_they_carried_impact_bounds_get_them_in_place(
+    indexed_demo: str, embedding_dimension: int
+) -> None:
+    """0061 gives each (term, scope set) the bounds of its postings: a database indexed before it
+    ranks exactly as before, with no re-indexing."""
+    with connect(indexed_demo, autocommit=True) as connection:
+        (migration,) = [m for m in discover_migrations() if m.path.name == "0061_bm25_term_impact_bounds.sql"]
+        connection.execute("ALTER TABLE bm25_term DROP COLUMN max_term_frequency, DROP COLUMN min_chunk_length")
+        connection.execute("DELETE FROM lanegraph_migration WHERE version = %s", (migration.version,))
+    assert migration.path.name in prepare_database(indexed_demo, embedding_dimension)
+    with connect(indexed_demo) as connection:
+        assert statistics_consistent(statistics_health(connection))
+        loose = connection.execute(
+            "SELECT count(*) FROM bm25_term t WHERE (t.max_term_frequency, t.min_chunk_length) <> ("
+            " SELECT max(p.term_frequency), min(p.chunk_length) FROM bm25_posting p"
+            " WHERE p.term = t.term AND p.scopes = t.scopes)"
+        ).fetchone()[0]
+        assert loose == 0
+        assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75, limit=3)
+
+
+def test_a_posting_beyond_its_terms_impact_bounds_is_reported(indexed_demo: str) -> None:
+    with connect(indexed_demo) as connection:
+        connection.execute(
+            "UPDATE bm25_term SET max_term_frequency = 1"
+            " WHERE (term, scopes) = (SELECT term, scopes FROM bm25_posting WHERE term_frequency > 1 LIMIT 1)"
+        )
+        health = statistics_health(connection)
+        connection.rollback()
+    assert health["broken_impact_bounds"] == 1
+    assert not statistics_consistent(health)
+
+
 def test_a_posting_with_another_length_than_its_chunk_is_reported(indexed_demo: str) -> None:
     with connect(indexed_demo) as connection:
         connection.execute(
