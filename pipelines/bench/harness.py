@@ -46,7 +46,7 @@ from pipelines.config import LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.read.explain import lane_timings
-from pipelines.read.find import enter_find_settings
+from pipelines.read.find import enter_find_settings, find_transaction
 from pipelines.resources.database import Database, prepare_database
 from pipelines.shipped import SHIPPED_ROOT
 
@@ -235,8 +235,10 @@ def measure_latency(
     policies; `find_auto` and `find_custom` show the other policies. The floor probes keep
     PostgreSQL's default (auto), which re-plans them with the values whenever that is cheaper:
     the floor is the best each index can do. `find_confined` is `find` as a caller confined by
-    row-level security. Each other lanes.yaml of `BenchOptions.variants` runs as find does, with its
-    own settings, on a connection of its own, as `find@<name>`."""
+    row-level security, on one connection held throughout; `find_confined_per_call` opens the
+    confined block per call, as `find(..., scopes=...)` does. Each other lanes.yaml of
+    `BenchOptions.variants` runs as find does, with its own settings, on a connection of its own,
+    as `find@<name>`."""
     lane_samples: dict[str, list[float]] = {name: [] for name, _ in statements.lanes}
     with (
         database.connection() as main,
@@ -285,17 +287,25 @@ def measure_latency(
                 c, r.statement, r.values_by_question[v["question"]]
             )
         samples = interleaved(timed, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
+        def confined_per_call(query_values: Mapping[str, object]) -> list[tuple]:
+            """find as a confined caller runs it (`lanegraph find --scopes`): a confined block per
+            call, so whatever opening one costs is timed with the statement."""
+            with find_transaction(database, config, []) as connection:
+                return run_statement(connection, statements.find, query_values)
+
         # Under row-level security the statement can cost many times more, so it is timed against
-        # the owner's on fewer questions, in a pair of its own.
-        confined_pair = interleaved(
+        # the owner's on fewer questions, in a group of its own: on one held confined connection
+        # (the statement alone) and per call (what a caller waits for).
+        confined_group = interleaved(
             {
                 "find_owner": lambda v: run_statement(main, statements.find, v),
                 "find_confined": lambda v: run_statement(confined, statements.find, v),
+                "find_confined_per_call": confined_per_call,
             },
             values[:CONFINED_QUERIES],
             warmup_queries=CONFINED_WARMUP_QUERIES,
         )
-        samples.update(confined_pair)
+        samples.update(confined_group)
         warmup_calls = min(options.warmup_queries, len(values))
         lane_samples = {name: ms[warmup_calls:] for name, ms in lane_samples.items()}
         first = values[0]
@@ -438,6 +448,10 @@ def size_report(
         "generic_vs_custom": ratio(find.p50_ms, summaries["find_custom"].p50_ms),
         "confined_p50_ms": summaries["find_confined"].p50_ms,
         "confined_vs_owner": ratio(summaries["find_confined"].p50_ms, summaries["find_owner"].p50_ms),
+        "confined_per_call_p50_ms": summaries["find_confined_per_call"].p50_ms,
+        "confined_per_call_vs_owner": ratio(
+            summaries["find_confined_per_call"].p50_ms, summaries["find_owner"].p50_ms
+        ),
         "empty_round_trip_p50_ms": empty.p50_ms,
         "variants": {
             name: {

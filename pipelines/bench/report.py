@@ -67,6 +67,9 @@ def render_table(report: Mapping) -> str:
         f"   single/concurrent {_x(report['single_vs_concurrent_roundtrips'])}",
         f"  find's generic / custom / auto plan {_ms(report['generic_p50_ms'])} / {_ms(report['custom_p50_ms'])}"
         f" / {_ms(report['auto_p50_ms'])}   generic/custom {_x(report['generic_vs_custom'])}",
+        f"  confined, held connection / per call {_ms(report['confined_p50_ms'])} / "
+        f"{_ms(report['confined_per_call_p50_ms'])}   vs owner {_x(report['confined_vs_owner'])} / "
+        f"{_x(report['confined_per_call_vs_owner'])}",
         f"  planning / execution, prepared {report['planning_share'] * 100:7.2f} % "
         f"{_verdict('planning_share', report['planning_share'])}; under auto plan caching "
         f"{report['planning_share_auto'] * 100:.2f} %",

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -81,8 +82,120 @@ def _configure_connection(connection: psycopg.Connection) -> None:
     connection.commit()
 
 
+# A confined connection serves blocks of one caller role and one scope set.
+ConfinedKey = tuple[ScopedRole, tuple[str, ...]]
+# What returns a kept confined connection to its first state between blocks: what DISCARD ALL does
+# (every setting, so the role is the login's starting role again and the scopes and their signature
+# are gone; cursors; LISTEN; advisory locks; temporary tables; sequence state) except dropping the
+# prepared statements and their plans. Those are find's own, made by psycopg at the protocol level,
+# and making them again costs more than the statement takes to run; a block's own are caught by
+# `PREPARED_STATEMENTS`.
+RESET_CONFINED = (
+    "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; "
+    "SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES"
+)
+# The protocol-level prepared statements, and whether SQL (PREPARE) made any.
+PREPARED_STATEMENTS = (
+    "SELECT coalesce(array_agg(name::text) FILTER (WHERE NOT from_sql), '{}'), coalesce(bool_or(from_sql), false) "
+    "FROM pg_prepared_statements"
+)
+
+
+@dataclass
+class KeptConnection:
+    connection: psycopg.Connection
+    # The protocol-level prepared statements (psycopg's) it held when it was last reset.
+    prepared: frozenset[str] = frozenset()
+
+
+class ConfinedConnections:
+    """Confined connections kept open between blocks, at most `capacity` open at once.
+
+    Opening one costs a connect, an authentication, a backend whose caches start cold and preparing
+    find again: more than the find statement takes. A kept connection only ever serves the caller
+    role and scopes it was opened for, because a scope signature is bound to the backend: a
+    signature seen in a backend that only ever held one scope set opens nothing beyond that set.
+    Between blocks it is reset (`RESET_CONFINED`), so no block sees session state an earlier one
+    left. It keeps its prepared statements only while they are psycopg's as psycopg knows them: a
+    block that ran PREPARE (which could take the name of one of find's) or DEALLOCATE closes the
+    connection instead. When all `capacity` are open, the least recently used idle one closes to
+    make room for another key.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._slots = threading.BoundedSemaphore(capacity)
+        self._lock = threading.Lock()
+        self._in_use = 0
+        # Least recently returned first.
+        self._idle: list[tuple[ConfinedKey, KeptConnection]] = []
+
+    def checkout(self, key: ConfinedKey) -> KeptConnection | None:
+        """Wait for a slot; then a kept connection of `key`, or None when the caller must open one
+        (room for it is made). Every checkout is followed by one `checkin`."""
+        self._slots.acquire()
+        evicted: list[KeptConnection] = []
+        with self._lock:
+            self._in_use += 1
+            for index in reversed(range(len(self._idle))):
+                if self._idle[index][0] == key:
+                    return self._idle.pop(index)[1]
+            while self._idle and self._in_use + len(self._idle) > self._capacity:
+                evicted.append(self._idle.pop(0)[1])
+        for kept in evicted:
+            kept.connection.close()
+        return None
+
+    def checkin(self, key: ConfinedKey, kept: KeptConnection | None) -> None:
+        """Give back the slot, keeping the connection for `key` once it is reset; one that is broken,
+        mid-transaction, fails the reset or whose prepared statements a block changed is closed."""
+        try:
+            if kept is not None and not kept.connection.closed:
+                reset = _reset_confined(kept)
+                if reset is None:
+                    kept.connection.close()
+                else:
+                    with self._lock:
+                        self._idle.append((key, reset))
+        finally:
+            with self._lock:
+                self._in_use -= 1
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _, kept in idle:
+            kept.connection.close()
+
+
+def _reset_confined(kept: KeptConnection) -> KeptConnection | None:
+    """`kept` reset for another block, or None if it cannot be trusted to be."""
+    connection = kept.connection
+    if connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return None
+    try:
+        connection.execute(RESET_CONFINED)
+        names, made_by_sql = connection.execute(PREPARED_STATEMENTS).fetchone()
+    except psycopg.Error:
+        return None
+    prepared = frozenset(names)
+    # psycopg may also have dropped its own (after a ROLLBACK it deallocates them all); closing
+    # then is merely cautious.
+    if made_by_sql or not kept.prepared <= prepared:
+        return None
+    return KeptConnection(connection, prepared)
+
+
+def _publish_scopes(connection: psycopg.Connection, login: ConfinedLogin, caller_scopes: Sequence[str]) -> None:
+    """Publish `caller_scopes` in the session, signed for its backend."""
+    scopes_text, backend_identity = connection.execute(PUBLISH_SCOPES, (list(caller_scopes),)).fetchone()
+    connection.execute(SIGN_SCOPES, (login.sign(backend_identity, scopes_text),))
+
+
 class Database:
-    """A pool of owner connections to one migrated database, and confined connections opened per block."""
+    """A pool of owner connections to one migrated database, and confined connections kept per
+    caller role and scopes."""
 
     def __init__(self, url: str, *, max_size: int = 4) -> None:
         self.url = url
@@ -99,9 +212,7 @@ class Database:
         except PoolTimeout:
             self._pool.close()
             raise DatabaseError(_describe_connect_failure(url, TimeoutError("timed out"))) from None
-        # Confined connections are not pooled (each belongs to one block), so this bounds how many
-        # a process holds at once, as the pool's size bounds the owner's.
-        self._confined_slots = threading.BoundedSemaphore(max_size)
+        self._confined = ConfinedConnections(max_size)
         self._logins_lock = threading.Lock()
         self._logins: dict[ScopedRole, ConfinedLogin] = {}
         self._vector_adapters: AdaptersMap | None = None
@@ -129,23 +240,37 @@ class Database:
         Without `scopes` it acts as the owner and sees every row (the write side). With `scopes` the
         block gets a connection of its own, logged in as the schema's login for `role`, and runs as
         one transaction under row-level security: it sees only rows whose scopes are all among
-        `scopes` (`[]` = public rows only), whatever SQL it runs. The connection closes when the block
-        ends. `commit()` inside the block is refused, because committing would end the block's
+        `scopes` (`[]` = public rows only), whatever SQL it runs. When the block ends the connection
+        is reset and kept for a later block of the same role and scopes (`ConfinedConnections`).
+        `commit()` inside the block is refused, because committing would end the block's
         transaction half-way through.
         """
         if scopes is None:
             with self._pool.connection() as connection:
                 yield connection
             return
-        caller_scopes = list(normalize_scopes(scopes))
+        caller_scopes = normalize_scopes(scopes)
         login, adapters = self._confined_login(role)
-        with self._confined_slots, connect(login.conninfo(self.url), autocommit=True, context=adapters) as connection:
-            scopes_text, backend_identity = connection.execute(PUBLISH_SCOPES, (caller_scopes,)).fetchone()
-            connection.execute(SIGN_SCOPES, (login.sign(backend_identity, scopes_text),))
-            with connection.transaction():
-                yield connection
+        key: ConfinedKey = (role, caller_scopes)
+        kept = self._confined.checkout(key)
+        try:
+            if kept is not None:
+                try:
+                    _publish_scopes(kept.connection, login, caller_scopes)
+                except psycopg.OperationalError:
+                    # The server ended the kept connection (a restart, an idle timeout): open another.
+                    kept.connection.close()
+                    kept = None
+            if kept is None:
+                kept = KeptConnection(connect(login.conninfo(self.url), autocommit=True, context=adapters))
+                _publish_scopes(kept.connection, login, caller_scopes)
+            with kept.connection.transaction():
+                yield kept.connection
+        finally:
+            self._confined.checkin(key, kept)
 
     def close(self) -> None:
+        self._confined.close()
         self._pool.close()
 
     def __enter__(self) -> Database:

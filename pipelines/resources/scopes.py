@@ -4,8 +4,9 @@ Every row carries `scopes text[]`; a caller reads a row only if it holds every s
 (`row.scopes <@ caller scopes`, see sql_templates/schema/0040_row_security.sql; 0042 words the read
 policy so the planner can estimate it and keeps the HNSW indexes for a confined caller).
 
-A confined block is a connection of its own, opened as the schema's login role for the caller role
-and closed when the block ends (0051_confined_logins.sql). The login holds no privileged role, so
+A confined block is a connection of its own, logged in as the schema's login role for the caller
+role (0051_confined_logins.sql), reset when the block ends and kept only for later blocks of the same
+role and scopes (`ConfinedConnections` in database.py). The login holds no privileged role, so
 `RESET ROLE`, `SET ROLE` and `SET SESSION AUTHORIZATION` lead nowhere privileged; its scopes are
 published with a signature only the owner's key makes, bound to that backend, so `set_config` of
 other scopes, or a signature seen in another session, leaves the session with no rows. Isolation so

@@ -112,9 +112,11 @@ class Planter:
             (id, id),
         )
         self.connection.execute(
-            "INSERT INTO bm25_term (term, scopes, document_frequency)"
-            " SELECT term, scopes, 1 FROM bm25_posting WHERE chunk_id = %s"
-            " ON CONFLICT (term, scopes) DO UPDATE SET document_frequency = bm25_term.document_frequency + 1",
+            "INSERT INTO bm25_term (term, scopes, document_frequency, max_term_frequency, min_chunk_length)"
+            " SELECT term, scopes, 1, term_frequency, chunk_length FROM bm25_posting WHERE chunk_id = %s"
+            " ON CONFLICT (term, scopes) DO UPDATE SET document_frequency = bm25_term.document_frequency + 1,"
+            " max_term_frequency = greatest(bm25_term.max_term_frequency, excluded.max_term_frequency),"
+            " min_chunk_length = least(bm25_term.min_chunk_length, excluded.min_chunk_length)",
             (id,),
         )
         self.connection.execute(REFRESH_CORPUS)
@@ -140,7 +142,8 @@ class Planter:
             " WHERE chunk_id LIKE 'filler#%%' GROUP BY chunk_id"
         )
         self.connection.execute(
-            "INSERT INTO bm25_term (term, scopes, document_frequency) SELECT term, scopes, count(*)"
+            "INSERT INTO bm25_term (term, scopes, document_frequency, max_term_frequency, min_chunk_length)"
+            " SELECT term, scopes, count(*), max(term_frequency), min(chunk_length)"
             " FROM bm25_posting WHERE term LIKE 'zzfiller%%' GROUP BY term, scopes"
         )
         self.connection.execute(REFRESH_CORPUS)

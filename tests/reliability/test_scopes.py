@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -162,6 +162,57 @@ def test_every_table_and_view_read_after_caller_written_escapes(planted: Planted
                     count.check_row(planted.world, caller, [text], name)
     print(f"escapes: {dict(outcomes)}")
     report(count, "direct reads after escapes")
+
+
+# Session state a block may leave behind, beside the escapes: none may reach the next block. (A
+# block that prepares statements ends its connection: tests/resources/test_row_security.py.)
+LEFT_BEHIND = [
+    "CREATE TEMP TABLE document AS SELECT * FROM document",
+    "SELECT set_config('lanegraph.scopes_signature', current_setting('lanegraph.scopes_signature'), false)",
+    "SET search_path = pg_temp, public",
+]
+
+
+def test_kept_confined_connections_pass_nothing_from_block_to_block(planted: PlantedDatabase) -> None:
+    """Confined connections are kept between blocks (`ConfinedConnections`). Each block here reads
+    every table and view, then runs a caller-written escape and leaves what session state it can;
+    the next block on that connection must read exactly what a fresh one would, and no backend
+    serves a second scope set."""
+    count = LeakCount()
+    relations = scoped_relations(planted.database)
+    with planted.database.connection() as connection:
+        owner = connection.execute("SELECT current_user").fetchone()[0]
+    # Few callers, so connections are reused, and more than the pool holds, so some are replaced.
+    callers = [random_caller(planted.rng, planted.world) for _ in range(4)]
+    served: defaultdict[int, set[frozenset[str]]] = defaultdict(set)
+    blocks: Counter[int] = Counter()
+    with Database(planted.database.url, max_size=3) as database:
+        for step in range(CALLERS):
+            caller = callers[int(planted.rng.integers(len(callers)))]
+            expected = planted.world.expected_counts(caller)
+            with database.connection(sorted(caller)) as connection:
+                served[connection.info.backend_pid].add(caller)
+                blocks[connection.info.backend_pid] += 1
+                for name, kind in relations:
+                    rows = connection.execute(
+                        sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
+                    ).fetchall()
+                    count.queries += 1
+                    for text, scopes in rows:
+                        count.check_scopes(caller, scopes, name)
+                        count.check_row(planted.world, caller, [text], name)
+                    if kind != "v":
+                        assert len(rows) == expected[name], (name, sorted(caller))
+                for statement in [*LEFT_BEHIND, ESCAPES[step % len(ESCAPES)].format(owner=owner)]:
+                    try:
+                        with connection.transaction():
+                            connection.execute(statement)
+                    except psycopg.Error:
+                        pass
+    assert all(len(callers) == 1 for callers in served.values()), served
+    assert max(blocks.values()) > 1, "no connection was kept"
+    print(f"kept confined connections: {CALLERS} blocks on {len(blocks)} backends")
+    report(count, "reads on kept connections")
 
 
 def test_nearest_neighbour_queries_on_every_embedded_table(planted: PlantedDatabase) -> None:

@@ -159,17 +159,93 @@ def confined_backends(database: Database) -> int:
             return count
 
 
-def test_a_confined_block_cannot_commit_and_leaves_no_connection_behind(tenants: Database) -> None:
-    with pytest.raises(psycopg.ProgrammingError):
-        with tenants.connection(["a"]) as connection:
-            connection.commit()
-    for scopes, role in ((["a"], ScopedRole.READER), (["b"], ScopedRole.WRITER), ([], ScopedRole.READER)):
-        with tenants.connection(scopes, role=role) as connection:
-            visible_documents(connection)
-    with pytest.raises(psycopg.errors.UndefinedTable):
-        with tenants.connection(["a"]) as connection:
-            connection.execute("SELECT FROM no_such_table")
+def test_a_confined_block_cannot_commit_and_its_connections_close_with_the_database(tenants: Database) -> None:
+    with Database(tenants.url, max_size=2) as database:
+        with pytest.raises(psycopg.ProgrammingError):
+            with database.connection(["a"]) as connection:
+                connection.commit()
+        for scopes, role in ((["a"], ScopedRole.READER), (["b"], ScopedRole.WRITER), ([], ScopedRole.READER)):
+            with database.connection(scopes, role=role) as connection:
+                visible_documents(connection)
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            with database.connection(["a"]) as connection:
+                connection.execute("SELECT FROM no_such_table")
+        with tenants.connection() as connection:
+            logins = [login for (login,) in connection.execute("SELECT login FROM lanegraph_confined_login")]
+            kept = connection.execute(
+                "SELECT state FROM pg_stat_activity WHERE usename = ANY(%s)", (logins,)
+            ).fetchall()
+        # Kept between blocks, idle (no transaction left open), no more than the pool's size.
+        assert 1 <= len(kept) <= 2 and {state for (state,) in kept} == {"idle"}
     assert confined_backends(tenants) == 0
+
+
+def backend_of(database: Database, scopes: list[str], role: ScopedRole = ScopedRole.READER) -> int:
+    with database.connection(scopes, role=role) as connection:
+        return connection.info.backend_pid
+
+
+def test_a_kept_confined_connection_serves_only_its_own_role_and_scopes(tenants: Database) -> None:
+    """A scope signature is bound to the backend, so a backend must never hold two scope sets."""
+    # Room for all five callers below, so none is closed to make room for another.
+    with Database(tenants.url, max_size=5) as database:
+        a = backend_of(database, ["a"])
+        assert backend_of(database, ["a"]) == a
+        others = {
+            backend_of(database, ["b"]), backend_of(database, []), backend_of(database, ["a"], ScopedRole.WRITER)
+        }
+        assert a not in others and len(others) == 3
+        # The same scopes given in another order or twice are the same caller.
+        assert backend_of(database, ["b", "a", "a"]) == backend_of(database, ["a", "b"])
+        with database.connection(["a"]) as connection:
+            assert connection.info.backend_pid == a
+            assert visible_documents(connection) == {"public", "a"}
+
+
+def test_a_kept_confined_connection_carries_no_session_state_into_the_next_block(tenants: Database) -> None:
+    with Database(tenants.url, max_size=1) as database:
+        with database.connection(["a"]) as connection:
+            pid = connection.info.backend_pid
+            connection.execute("SET application_name = 'left behind'")
+            connection.execute("SELECT set_config('lanegraph.left_behind', 'yes', false)")
+            connection.execute("SELECT set_config('lanegraph.scopes', '{a,b}', false)")
+            connection.execute("CREATE TEMP TABLE left_behind AS SELECT id FROM document")
+            connection.execute("DECLARE left_behind CURSOR WITH HOLD FOR SELECT id FROM document")
+            connection.execute("LISTEN left_behind")
+            connection.execute("SELECT pg_advisory_lock(42)")
+            connection.execute("SET ROLE NONE")
+        with database.connection(["a"]) as connection:
+            assert connection.info.backend_pid == pid
+            assert connection.execute(
+                "SELECT current_setting('application_name'), current_setting('lanegraph.left_behind', true), "
+                "current_user, (SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema()), "
+                "(SELECT count(*) FROM pg_cursors), (SELECT count(*) FROM pg_listening_channels()), "
+                "(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())"
+            ).fetchone() == ("", "", ScopedRole.READER.value, 0, 0, 0, 0)
+            assert visible_documents(connection) == {"public", "a"}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["PREPARE left_behind AS SELECT 1", "DEALLOCATE ALL", "DEALLOCATE {find}", "DEALLOCATE {find}; PREPARE {find} AS SELECT 1"],
+)
+def test_a_block_that_touches_prepared_statements_does_not_pass_its_connection_on(
+    tenants: Database, statement: str
+) -> None:
+    """A kept connection keeps find's prepared statements; a block that prepared or deallocated any
+    (it could have put its own statement under the name of one of find's) ends the connection."""
+    with Database(tenants.url, max_size=1) as database:
+        with database.connection(["a"]) as connection:
+            pid = connection.info.backend_pid
+            with psycopg.RawCursor(connection) as cursor:
+                cursor.execute("SELECT id FROM document WHERE id = $1", ["a"], prepare=True)
+            (name,) = connection.execute("SELECT name FROM pg_prepared_statements").fetchone()
+        with database.connection(["a"]) as connection:
+            assert connection.info.backend_pid == pid
+            connection.execute(statement.format(find=name))
+        with database.connection(["a"]) as connection:
+            assert connection.info.backend_pid != pid
+            assert connection.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
 
 
 def documents_after(connection: psycopg.Connection, statement: str) -> set[str] | str:

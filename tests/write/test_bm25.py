@@ -79,10 +79,11 @@ def indexed_demo(make_schema_url: Callable[[], str], tmp_path_factory: pytest.Te
 
 
 def assert_ranks_like_bm25s(
-    owner: psycopg.Connection, caller: psycopg.Connection, visible_to: set[str] | None, k1: float, b: float
+    owner: psycopg.Connection, caller: psycopg.Connection, visible_to: set[str] | None, k1: float, b: float,
+    limit: int = 10,
 ) -> None:
-    """bm25.sql run on `caller` scores the top ten as bm25s does over the chunks whose scopes are all
-    in `visible_to` (every chunk when None), chosen from the owner's view, not by row security."""
+    """bm25.sql run on `caller` scores the top `limit` as bm25s does over the chunks whose scopes are
+    all in `visible_to` (every chunk when None), chosen from the owner's view, not by row security."""
     statement = compile_template(SQL_TEMPLATES / "primitives" / "bm25.sql")
     chunks = [
         (chunk_id, title, text)
@@ -101,15 +102,16 @@ def assert_ranks_like_bm25s(
     ids = [chunk_id for chunk_id, _, _ in chunks]
     for question in QUESTIONS:
         with psycopg.RawCursor(caller) as cursor:
-            values = {"query_text": question, "bm25_k1": k1, "bm25_b": b, "bm25_limit": 10}
+            values = {"query_text": question, "bm25_k1": k1, "bm25_b": b, "bm25_limit": limit}
             cursor.execute(statement.sql, statement.parameters(values))
             ranked = cursor.fetchall()
         terms = [lexeme for lexeme, _ in lexemes(owner, question) if lexeme in retriever.vocab_dict]
         # bm25s follows Lucene >= 8, which drops Okapi's constant factor (k1 + 1).
         expected = retriever.get_scores(terms) * (k1 + 1)
-        top = sorted(range(len(ids)), key=lambda i: (-expected[i], ids[i]))[:10]
+        # Chunks holding none of the question's terms are not ranked at all.
+        top = [i for i in sorted(range(len(ids)), key=lambda i: (-expected[i], ids[i]))[:limit] if expected[i] > 0]
 
-        assert len(ranked) == 10, question
+        assert len(ranked) == len(top), question
         np.testing.assert_allclose([score for _, score in ranked], expected[top], rtol=0, atol=1e-6)
         for chunk_id, score in ranked:
             assert abs(score - expected[ids.index(chunk_id)]) <= 1e-6, (question, chunk_id)
@@ -119,6 +121,14 @@ def assert_ranks_like_bm25s(
 def test_sql_scores_equal_bm25s_lucene_for_the_top_ten(indexed_demo: str, k1: float, b: float) -> None:
     with connect(indexed_demo) as connection:
         assert_ranks_like_bm25s(connection, connection, None, k1, b)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 25])
+def test_sql_scores_equal_bm25s_lucene_for_other_depths(indexed_demo: str, limit: int) -> None:
+    """The ranking skips chunks that provably cannot reach its top `limit` (bm25.sql), and scores
+    every posting when that cannot be proved: either way the top `limit` is bm25s's."""
+    with connect(indexed_demo) as connection:
+        assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75, limit)
 
 
 @pytest.mark.parametrize("scopes", CALLERS, ids=lambda scopes: ",".join(scopes) or "public")
@@ -177,6 +187,39 @@ def test_postings_stored_before_they_carried_chunk_lengths_get_them_in_place(
         assert statistics_consistent(statistics_health(connection))
         assert connection.execute("SELECT count(*) FROM bm25_posting WHERE chunk_length IS NULL").fetchone()[0] == 0
         assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75)
+
+
+def test_term_statistics_stored_before_they_carried_impact_bounds_get_them_in_place(
+    indexed_demo: str, embedding_dimension: int
+) -> None:
+    """0061 gives each (term, scope set) the bounds of its postings: a database indexed before it
+    ranks exactly as before, with no re-indexing."""
+    with connect(indexed_demo, autocommit=True) as connection:
+        (migration,) = [m for m in discover_migrations() if m.path.name == "0061_bm25_term_impact_bounds.sql"]
+        connection.execute("ALTER TABLE bm25_term DROP COLUMN max_term_frequency, DROP COLUMN min_chunk_length")
+        connection.execute("DELETE FROM lanegraph_migration WHERE version = %s", (migration.version,))
+    assert migration.path.name in prepare_database(indexed_demo, embedding_dimension)
+    with connect(indexed_demo) as connection:
+        assert statistics_consistent(statistics_health(connection))
+        loose = connection.execute(
+            "SELECT count(*) FROM bm25_term t WHERE (t.max_term_frequency, t.min_chunk_length) <> ("
+            " SELECT max(p.term_frequency), min(p.chunk_length) FROM bm25_posting p"
+            " WHERE p.term = t.term AND p.scopes = t.scopes)"
+        ).fetchone()[0]
+        assert loose == 0
+        assert_ranks_like_bm25s(connection, connection, None, 1.2, 0.75, limit=3)
+
+
+def test_a_posting_beyond_its_terms_impact_bounds_is_reported(indexed_demo: str) -> None:
+    with connect(indexed_demo) as connection:
+        connection.execute(
+            "UPDATE bm25_term SET max_term_frequency = 1"
+            " WHERE (term, scopes) = (SELECT term, scopes FROM bm25_posting WHERE term_frequency > 1 LIMIT 1)"
+        )
+        health = statistics_health(connection)
+        connection.rollback()
+    assert health["broken_impact_bounds"] == 1
+    assert not statistics_consistent(health)
 
 
 def test_a_posting_with_another_length_than_its_chunk_is_reported(indexed_demo: str) -> None:

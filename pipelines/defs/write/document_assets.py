@@ -151,7 +151,8 @@ def every_chunk_embedded(database: DatabaseResource, embedder: EmbedderResource)
     asset=bm25_index,
     description=(
         "BM25 statistics agree with the chunk table: every chunk indexed, lengths = sum of term "
-        "frequencies, document frequency = postings per term, N and average length exact."
+        "frequencies, document frequency = postings per term, N and average length exact, every "
+        "posting within its term's impact bounds."
     ),
 )
 def bm25_statistics_match_chunks(database: DatabaseResource) -> dg.AssetCheckResult:

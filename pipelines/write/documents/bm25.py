@@ -33,8 +33,9 @@ from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 
 STEP = "bm25_index"
-# (term, scope set as its array text, amount): the rows INDEX_CHUNKS and FORGET_CHUNKS return.
-DocumentFrequencyChange = tuple[str, str, int]
+# (term, scope set as its array text, amount, largest term frequency, shortest chunk): the rows
+# INDEX_CHUNKS and FORGET_CHUNKS return; a removal (negative amount) carries no bounds.
+DocumentFrequencyChange = tuple[str, str, int, int | None, int | None]
 
 
 def index_partitions(
@@ -100,18 +101,28 @@ def forget_chunks(connection: psycopg.Connection, chunk_ids: Sequence[str]) -> l
 
 
 def apply_statistics(connection: psycopg.Connection, changes: Iterable[DocumentFrequencyChange]) -> None:
-    """Apply per-(term, scope set) document-frequency changes and refresh each scope set's N and
-    total length."""
-    changes = sorted(changes)
+    """Apply per-(term, scope set) document-frequency changes (and widen the impact bounds of raised
+    ones) and refresh each scope set's N and total length."""
+    # Sorted by (term, scope set, amount): a removal's bounds are None, never compared.
+    changes = sorted(changes, key=lambda change: change[:3])
     connection.execute(q.LOCK_STATISTICS, {"key": q.STATISTICS_LOCK_KEY})
     raised = [change for change in changes if change[2] > 0]
     lowered = [change for change in changes if change[2] < 0]
-    for statement, part in ((q.RAISE_DOCUMENT_FREQUENCIES, raised), (q.LOWER_DOCUMENT_FREQUENCIES, lowered)):
-        if part:
-            terms, scopes, amounts = (list(column) for column in zip(*part, strict=True))
-            connection.execute(statement, {"terms": terms, "scopes": scopes, "amounts": amounts})
+    if raised:
+        terms, scopes, amounts, max_term_frequencies, min_chunk_lengths = (
+            list(column) for column in zip(*raised, strict=True)
+        )
+        connection.execute(
+            q.RAISE_DOCUMENT_FREQUENCIES,
+            {
+                "terms": terms, "scopes": scopes, "amounts": amounts,
+                "max_term_frequencies": max_term_frequencies, "min_chunk_lengths": min_chunk_lengths,
+            },
+        )
     if lowered:
-        connection.execute(q.DROP_UNUSED_TERMS, {"terms": sorted({term for term, _, _ in lowered})})
+        terms, scopes, amounts = (list(column) for column in zip(*(change[:3] for change in lowered), strict=True))
+        connection.execute(q.LOWER_DOCUMENT_FREQUENCIES, {"terms": terms, "scopes": scopes, "amounts": amounts})
+        connection.execute(q.DROP_UNUSED_TERMS, {"terms": sorted({change[0] for change in lowered})})
     connection.execute(q.REFRESH_CORPUS)
 
 
@@ -129,6 +140,7 @@ def statistics_consistent(health: dict[str, float], tolerance: float = 1e-9) -> 
         and health["postings_without_length"] == 0
         and health["wrong_scopes"] == 0
         and health["wrong_document_frequencies"] == 0
+        and health["broken_impact_bounds"] == 0
         and health["wrong_corpus_rows"] == 0
         and health["stored_chunk_count"] == health["indexed_chunks"] == health["chunks"]
         and abs(health["stored_average_length"] - health["average_length"]) <= tolerance

@@ -18,7 +18,8 @@ ORDER BY chunk.id
 """
 
 # Postings and lengths of a batch of chunks from their indexed texts; returns each (term, scope set)'s
-# number of new postings (its document-frequency increase).
+# number of new postings (its document-frequency increase), their largest term frequency and their
+# shortest chunk (which widen the term's impact bounds, 0061).
 INDEX_CHUNKS = """
 WITH input AS (
     SELECT input.chunk_id, input.indexed_text, chunk.scopes
@@ -38,7 +39,7 @@ lexeme AS (
 posting AS (
     INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length, scopes)
     SELECT term, chunk_id, term_frequency, chunk_length, scopes FROM lexeme
-    RETURNING term, scopes
+    RETURNING term, scopes, term_frequency, chunk_length
 ),
 length AS (
     INSERT INTO bm25_chunk_length (chunk_id, length, scopes)
@@ -47,12 +48,15 @@ length AS (
     LEFT JOIN lexeme ON lexeme.chunk_id = input.chunk_id
     GROUP BY input.chunk_id, input.scopes
 )
-SELECT term, scopes::text, count(*)::integer FROM posting GROUP BY term, scopes
+SELECT term, scopes::text, count(*)::integer, max(term_frequency), min(chunk_length)::integer
+FROM posting
+GROUP BY term, scopes
 """
 
 # Removes chunks from the statistics (before they are deleted or re-indexed); returns each (term,
 # scope set)'s number of removed postings as a negative document-frequency change. The postings
-# carry the scopes they were counted under, so a chunk whose scopes change leaves the old set.
+# carry the scopes they were counted under, so a chunk whose scopes change leaves the old set. The
+# impact bounds stay as they are: still bounds of the postings left, if looser.
 FORGET_CHUNKS = """
 WITH removed AS (
     DELETE FROM bm25_posting WHERE chunk_id = ANY(%(chunk_ids)s) RETURNING term, scopes
@@ -60,7 +64,7 @@ WITH removed AS (
 forgotten AS (
     DELETE FROM bm25_chunk_length WHERE chunk_id = ANY(%(chunk_ids)s)
 )
-SELECT term, scopes::text, -count(*)::integer FROM removed GROUP BY term, scopes
+SELECT term, scopes::text, -count(*)::integer, NULL::integer, NULL::integer FROM removed GROUP BY term, scopes
 """
 
 LOCK_STATISTICS = "SELECT pg_advisory_xact_lock(%(key)s)"
@@ -74,12 +78,18 @@ SELECT change.term, change.scopes::text[] AS scopes, change.amount
 FROM unnest(%(terms)s::text[], %(scopes)s::text[], %(amounts)s::integer[]) AS change(term, scopes, amount)
 """
 
-RAISE_DOCUMENT_FREQUENCIES = f"""
-INSERT INTO bm25_term (term, scopes, document_frequency)
-SELECT change.term, change.scopes, change.amount
-FROM ({DOCUMENT_FREQUENCY_CHANGE}) AS change
+RAISE_DOCUMENT_FREQUENCIES = """
+INSERT INTO bm25_term (term, scopes, document_frequency, max_term_frequency, min_chunk_length)
+SELECT change.term, change.scopes::text[], change.amount, change.max_term_frequency, change.min_chunk_length
+FROM unnest(
+    %(terms)s::text[], %(scopes)s::text[], %(amounts)s::integer[], %(max_term_frequencies)s::integer[],
+    %(min_chunk_lengths)s::integer[]
+) AS change(term, scopes, amount, max_term_frequency, min_chunk_length)
 ORDER BY change.term, change.scopes
-ON CONFLICT (term, scopes) DO UPDATE SET document_frequency = bm25_term.document_frequency + excluded.document_frequency
+ON CONFLICT (term, scopes) DO UPDATE SET
+    document_frequency = bm25_term.document_frequency + excluded.document_frequency,
+    max_term_frequency = greatest(bm25_term.max_term_frequency, excluded.max_term_frequency),
+    min_chunk_length = least(bm25_term.min_chunk_length, excluded.min_chunk_length)
 """
 
 LOWER_DOCUMENT_FREQUENCIES = f"""
@@ -160,6 +170,14 @@ SELECT
         FULL JOIN bm25_term AS stored ON stored.term = counted.term AND stored.scopes = counted.scopes
         WHERE counted.document_frequency IS DISTINCT FROM stored.document_frequency
     ) AS wrong) AS wrong_document_frequencies,
+    -- A bound a posting exceeds would let the ranking skip a chunk that belongs in its top k.
+    (SELECT count(*) FROM (
+        SELECT term, scopes, max(term_frequency) AS max_term_frequency, min(chunk_length) AS min_chunk_length
+        FROM bm25_posting GROUP BY term, scopes
+    ) AS counted
+     JOIN bm25_term AS stored ON stored.term = counted.term AND stored.scopes = counted.scopes
+     WHERE stored.max_term_frequency < counted.max_term_frequency OR stored.min_chunk_length > counted.min_chunk_length
+    ) AS broken_impact_bounds,
     (SELECT count(*) FROM counted_corpus
      FULL JOIN bm25_corpus AS stored ON stored.scopes = counted_corpus.scopes
      WHERE (counted_corpus.chunk_count, counted_corpus.total_length)
