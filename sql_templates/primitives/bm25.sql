@@ -17,7 +17,7 @@
 --
 -- Exact pruning (MaxScore): most of a question's postings belong to its commonest terms, which add
 -- the least to any score. A term adds at most its impact bound, its weight at its largest term
--- frequency and shortest chunk (0061). The terms of least bound whose bounds together stay below
+-- frequency and shortest chunk (0063). The terms of least bound whose bounds together stay below
 -- the largest single bound are the lesser terms. The k best scores over the other terms alone give
 -- a threshold the k-th best full score reaches; a chunk holding only lesser terms scores at most
 -- their bounds' sum, and a chunk whose partial score plus that sum falls below the threshold cannot

@@ -192,10 +192,10 @@ def test_postings_stored_before_they_carried_chunk_lengths_get_them_in_place(
 def test_term_statistics_stored_before_they_carried_impact_bounds_get_them_in_place(
     indexed_demo: str, embedding_dimension: int
 ) -> None:
-    """0061 gives each (term, scope set) the bounds of its postings: a database indexed before it
+    """0063 gives each (term, scope set) the bounds of its postings: a database indexed before it
     ranks exactly as before, with no re-indexing."""
     with connect(indexed_demo, autocommit=True) as connection:
-        (migration,) = [m for m in discover_migrations() if m.path.name == "0061_bm25_term_impact_bounds.sql"]
+        (migration,) = [m for m in discover_migrations() if m.path.name == "0063_bm25_term_impact_bounds.sql"]
         connection.execute("ALTER TABLE bm25_term DROP COLUMN max_term_frequency, DROP COLUMN min_chunk_length")
         connection.execute("DELETE FROM lanegraph_migration WHERE version = %s", (migration.version,))
     assert migration.path.name in prepare_database(indexed_demo, embedding_dimension)

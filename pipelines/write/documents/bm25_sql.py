@@ -19,7 +19,7 @@ ORDER BY chunk.id
 
 # Postings and lengths of a batch of chunks from their indexed texts; returns each (term, scope set)'s
 # number of new postings (its document-frequency increase), their largest term frequency and their
-# shortest chunk (which widen the term's impact bounds, 0061).
+# shortest chunk (which widen the term's impact bounds, 0063).
 INDEX_CHUNKS = """
 WITH input AS (
     SELECT input.chunk_id, input.indexed_text, chunk.scopes
