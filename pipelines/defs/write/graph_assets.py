@@ -106,9 +106,10 @@ def communities(
     step = StepReport(unit="communities", preview_columns=("level", "label", "members", "summary"))
     rows_before = _rows(database, q.COMMUNITY_COUNT)
     settings = CommunitySettings(**config.model_dump(exclude={"rebuild"}))
+    model = embedder.get_embedder()
     built = build_communities(
-        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info,
-        requested=config.rebuild,
+        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = built.communities
@@ -148,9 +149,10 @@ def entity_profiles(
 ) -> dg.MaterializeResult:
     step = StepReport(unit="profiles", preview_columns=("entity", "facts", "summary"))
     rows_before = _rows(database, q.PROFILE_COUNT)
+    model = embedder.get_embedder()
     built = build_profiles(
-        database.get_database(), config.min_degree, summarizer.get_summarizer(), embedder.get_embedder().embed,
-        context.log.info, requested=config.rebuild,
+        database.get_database(), config.min_degree, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = built.profiles
@@ -197,9 +199,10 @@ def raptor_levels(
     step = StepReport(unit="nodes", preview_columns=("root summary",))
     rows_before = _rows(database, q.RAPTOR_NODE_COUNT)
     settings = RaptorSettings(**config.model_dump(exclude={"rebuild"}))
+    model = embedder.get_embedder()
     built = build_raptor(
-        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info,
-        requested=config.rebuild,
+        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = sum(built.nodes_per_level.values())

@@ -154,8 +154,12 @@ def _settings_key(step: str) -> str:
     return f"graph_built_with:{step}"
 
 
-def _settings_digest(summarizer: Summarizer, settings: object) -> str:
-    return source_digest([summarizer.name, str(summarizer.max_chars), json.dumps(settings, sort_keys=True)])
+def _settings_digest(summarizer: Summarizer, embedding_model: str, settings: object) -> str:
+    """What a step's rows depend on beside their sources: a row kept under another summarizer or
+    embedding model would sit among rows made by the new one."""
+    return source_digest([
+        summarizer.name, str(summarizer.max_chars), embedding_model, json.dumps(settings, sort_keys=True),
+    ])
 
 
 def _write(
@@ -205,9 +209,9 @@ def _partition(
 
 def build_communities(
     database: Database, settings: CommunitySettings, summarizer: Summarizer, embed: Embed, log: Log = silent,
-    requested: RebuildMode = "full",
+    *, embedding_model: str, requested: RebuildMode = "full",
 ) -> CommunityReport:
-    built_with = _settings_digest(summarizer, settings.model_dump())
+    built_with = _settings_digest(summarizer, embedding_model, settings.model_dump())
     with database.connection() as connection:
         mode = _mode_to_run(connection, COMMUNITIES_STEP, requested, built_with)
         vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
@@ -286,9 +290,9 @@ class ProfileReport:
 
 def build_profiles(
     database: Database, min_degree: int, summarizer: Summarizer, embed: Embed, log: Log = silent,
-    requested: RebuildMode = "full",
+    *, embedding_model: str, requested: RebuildMode = "full",
 ) -> ProfileReport:
-    built_with = _settings_digest(summarizer, {"min_degree": min_degree})
+    built_with = _settings_digest(summarizer, embedding_model, {"min_degree": min_degree})
     rows = []
     redo = []
     with database.connection() as connection:
@@ -332,9 +336,9 @@ class RaptorReport:
 
 def build_raptor(
     database: Database, settings: RaptorSettings, summarizer: Summarizer, embed: Embed, log: Log = silent,
-    requested: RebuildMode = "full",
+    *, embedding_model: str, requested: RebuildMode = "full",
 ) -> RaptorReport:
-    built_with = _settings_digest(summarizer, settings.model_dump())
+    built_with = _settings_digest(summarizer, embedding_model, settings.model_dump())
     with database.connection() as connection:
         mode = _mode_to_run(connection, RAPTOR_STEP, requested, built_with)
         leaves = connection.execute(q.RAPTOR_LEAVES).fetchall()
