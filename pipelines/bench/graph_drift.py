@@ -7,7 +7,10 @@ full rebuild of the same tables makes (`rebuild: full`, as the weekly schedule r
 community membership by adjusted Rand index and by pairwise agreement (the share of entity pairs
 both put together or both apart; an entity in no community is alone), the share of the full
 rebuild's communities, profiles and RAPTOR nodes the incremental state holds byte for byte, and
-every retrieval arm's figures on the dataset's questions, evaluated on both states.
+every retrieval arm's figures on the dataset's questions, evaluated on both states. The lanes that
+read the summaries (profiles, communities, RAPTOR roots) are off in the default plan, so the
+evaluation adds an arm `summary-lanes` with them on; the other arms read no summary and show
+only that nothing else moved.
 
     python -m pipelines.bench.graph_drift [DATASET] [--held-out 5]
 """
@@ -25,10 +28,11 @@ from pathlib import Path
 from typing import cast
 
 import dagster as dg
+import yaml
 from sklearn.metrics import adjusted_rand_score, rand_score
 
 from pipelines.bench.loader import drop_schema, recreate_schema
-from pipelines.config import load_config
+from pipelines.config import default_config_path, load_config
 from pipelines.definitions import defs
 from pipelines.defs.write.graph_schedule import REBUILDING_ASSETS, full_rebuild_config
 from pipelines.evaluation.build import store_fingerprint
@@ -74,6 +78,14 @@ def membership_agreement(first: dict[str, str], second: dict[str, str]) -> dict[
     }
 
 
+def summary_lanes_settings(path: Path) -> Path:
+    """A copy of the settings file with every lane that reads a summary switched on."""
+    settings = yaml.safe_load(default_config_path().read_text())
+    settings["plan"].update(profiles=True, communities=True, raptor=True)
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return path
+
+
 def measure_drift(dataset_path: Path, held_out: int, progress: Callable[[str], None] = lambda _: None) -> dict:
     warnings.filterwarnings("ignore", module="dagster")
     dataset = load_dataset(dataset_path)
@@ -102,20 +114,23 @@ def measure_drift(dataset_path: Path, held_out: int, progress: Callable[[str], N
                     **{name: {key: report.assets[name][key] for key in ("mode", "recomputed", "kept", "removed")}
                        for name in REBUILDING_ASSETS},
                 })
-        # The evaluation reuses a database whose fingerprint says it holds this corpus's build.
-        store_fingerprint(url, corpus_fingerprint(dataset.passages, settings.model_dump_json()))
-        request = EvaluationRequest(dataset=dataset_path, definitions=defs, database_url=url)
-        incremental_state = state(url)
-        progress("evaluating the incrementally refreshed graph")
-        incremental = evaluate(request, progress)
-        progress("rebuilding communities, profiles and the RAPTOR tree in full")
-        materialize(
-            list(REBUILDING_ASSETS), definitions=defs, instance=instance, database_url=url,
-            run_config=full_rebuild_config(),
-        )
-        full_state = state(url)
-        progress("evaluating the fully rebuilt graph")
-        full = evaluate(request, progress)
+            # The evaluation reuses a database whose fingerprint says it holds this corpus's build.
+            store_fingerprint(url, corpus_fingerprint(dataset.passages, settings.model_dump_json()))
+            request = EvaluationRequest(
+                dataset=dataset_path, definitions=defs, database_url=url,
+                lanes_files=(summary_lanes_settings(Path(scratch) / "summary-lanes.yaml"),),
+            )
+            incremental_state = state(url)
+            progress("evaluating the incrementally refreshed graph")
+            incremental = evaluate(request, progress)
+            progress("rebuilding communities, profiles and the RAPTOR tree in full")
+            materialize(
+                list(REBUILDING_ASSETS), definitions=defs, instance=instance, database_url=url,
+                run_config=full_rebuild_config(),
+            )
+            full_state = state(url)
+            progress("evaluating the fully rebuilt graph")
+            full = evaluate(request, progress)
     finally:
         drop_schema(server_url, schema)
     identical = {
