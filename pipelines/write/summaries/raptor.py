@@ -174,7 +174,9 @@ def update_tree(
     for level in sorted({node.level for node in previous}):
         redo: list[tuple[RaptorNode, list[str], list[str]]] = []
         for node in (node for node in previous if node.level == level):
-            children = sorted(held[node.id]) if level == 1 else [
+            # Children keep the order the tree holds them in (the database's, not Python's, string
+            # order), new leaves after them: an untouched node compares equal.
+            children = held[node.id] if level == 1 else [
                 child for child in (now.get(old) for old in node.children) if child is not None
             ]
             texts = [text[child] for child in children]
