@@ -1,10 +1,13 @@
-"""The pure parts of the incremental refresh: which communities a change of entity pairs reaches, and
-a RAPTOR tree updated with new and removed leaves."""
+"""The pure parts of the incremental refresh (which communities a change of entity pairs reaches, a
+RAPTOR tree updated with new and removed leaves) and the weekly schedule's full rebuild."""
 
 from __future__ import annotations
 
+import dagster as dg
 import numpy as np
 
+from pipelines.definitions import defs
+from pipelines.defs.write.graph_schedule import weekly_graph_rebuild
 from pipelines.write.graph.communities import split_by_touch, touched_vertices
 from pipelines.write.summaries.raptor import RaptorNode, node_id, update_tree
 from pipelines.write.summaries.summaries import source_digest
@@ -79,3 +82,9 @@ def test_a_node_left_without_leaves_goes_and_an_unchanged_tree_is_returned_as_it
     assert nodes is not None and [node.level for node in nodes] == [1, 2]
     assert nodes[0] is east and nodes[1].children == (east.id,)
     assert update_tree([east, west, root], ["k9"], ["other"], vectors[:1], [()], summarize=join, embed=embed) is None
+
+
+def test_the_weekly_schedule_asks_refresh_graph_for_a_full_rebuild_it_accepts() -> None:
+    job = defs.resolve_job_def("refresh_graph")
+    config = weekly_graph_rebuild.evaluate_tick(dg.build_schedule_context()).run_requests[0].run_config
+    assert dg.validate_run_config(job, config)["ops"]["communities"]["config"]["rebuild"] == "full"
