@@ -107,4 +107,16 @@ def render_ingest(ingest: Mapping) -> list[str]:
         f"  embedding model alone: {ingest['model_alone_chunks_per_second']} chunks/s; whole pipeline / model alone "
         f"{_x(ratio_)} (target ≤ 2×: {'met' if ratio_ <= 2 else 'missed'})"
     )
+    one = ingest["one_document"]
+    share = one["share_of_full_build"]
+    redone = ", ".join(
+        f"{name} {figures['recomputed']} recomputed / {figures['kept']} kept ({figures['mode']})"
+        for name, figures in one["graph_refresh"].items()
+    )
+    lines += [
+        f"  one more document into the built corpus: {one['seconds']:.1f} s = {share:.1%} of the full build's "
+        f"{one['full_build_seconds']:.1f} s (target ≤ {one['target_share']:.0%}: "
+        f"{'met' if share <= one['target_share'] else 'missed'})",
+        f"  graph refresh: {redone}",
+    ]
     return lines

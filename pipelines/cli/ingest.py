@@ -1,5 +1,6 @@
-"""`lanegraph ingest PATH [--json] [--no-graph]`: register a folder or JSONL file and materialize
-everything its new, changed and removed files affect, then the graph-wide assets."""
+"""`lanegraph ingest PATH [--json] [--no-graph] [--full-graph]`: register a folder or JSONL file and
+materialize everything its new, changed and removed files affect, then the graph-wide assets
+(incrementally unless --full-graph)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.options import add_executor_option
+from pipelines.cli.options import add_executor_option, add_full_graph_option, graph_run_config
 from pipelines.errors import InputError
 from pipelines.write.progress import StepProgress, listening
 from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
@@ -27,6 +28,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_executor_option(parser)
+    add_full_graph_option(parser)
     parser.add_argument(
         "--wait-for-replicas", type=float, metavar="SECONDS",
         help="afterwards, wait up to SECONDS until every read server (LANEGRAPH_READ_URLS) has replayed "
@@ -43,7 +45,7 @@ def run(arguments: argparse.Namespace) -> int:
     with progress_on_stderr():
         report = ingest(
             arguments.path, definitions=defs, location=LOCATION, executor=arguments.executor,
-            refresh_graph=not arguments.no_graph,
+            refresh_graph=not arguments.no_graph, run_config=graph_run_config(arguments),
         )
     if not report.partitions and report.registration is not None:
         sources = len(report.registration.keys)

@@ -8,7 +8,7 @@ import sys
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
-from pipelines.cli.options import add_executor_option
+from pipelines.cli.options import add_executor_option, add_full_graph_option, graph_run_config
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -20,6 +20,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_executor_option(parser)
+    add_full_graph_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -29,7 +30,10 @@ def run(arguments: argparse.Namespace) -> int:
     from pipelines.orchestration.runner import materialize
 
     with progress_on_stderr():
-        report = materialize(arguments.assets, definitions=defs, location=LOCATION, executor=arguments.executor)
+        report = materialize(
+            arguments.assets, definitions=defs, location=LOCATION, executor=arguments.executor,
+            run_config=graph_run_config(arguments),
+        )
     if not report.assets:
         print(
             "nothing materialized: no source files are registered yet (run `lanegraph ingest PATH`)",

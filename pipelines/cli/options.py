@@ -31,3 +31,19 @@ def add_executor_option(parser: argparse.ArgumentParser) -> None:
         f"each (Dagster's multiprocess executor); auto takes the latter from {MULTIPROCESS_MIN_SOURCE_BYTES:,} "
         f"bytes of sources on, with {MULTIPROCESS_MIN_CPUS} or more usable CPUs",
     )
+
+
+def add_full_graph_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--full-graph",
+        action="store_true",
+        help="rebuild communities, profiles and the RAPTOR tree in full instead of redoing only what the "
+        "changed documents touched (what the weekly schedule does)",
+    )
+
+
+def graph_run_config(arguments: argparse.Namespace) -> dict[str, object] | None:
+    """The run config that --full-graph asks for, or None for the assets' defaults (incremental)."""
+    from pipelines.defs.write.graph_schedule import full_rebuild_config
+
+    return full_rebuild_config() if arguments.full_graph else None

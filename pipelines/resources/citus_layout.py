@@ -32,7 +32,7 @@ DISTRIBUTED = {
     "title_link": DISTRIBUTION_COLUMN,
 }
 REFERENCE = frozenset({
-    "document_source", "entity_kind", "entity", "entity_alias", "profile", "community", "raptor_node",
+    "document_source", "entity_kind", "entity", "entity_alias", "profile", "community", "community_edge", "raptor_node",
     "bm25_term", "bm25_corpus", "session_item", "lanegraph_migration", "lanegraph_setting",
     "lanegraph_confined_login",
 })

@@ -126,7 +126,7 @@ def test_ingest_shows_progress_with_counts_and_rate_on_stderr_and_in_the_run_log
         ("documents", "sources"), ("chunks", "documents"), ("chunk_embeddings", "chunks"),
         ("entities_and_facts", "documents"),
         ("entity_graph", "fact statements embedded"), ("entity_graph", "entities embedded"),
-        ("communities", "communities summarised"), ("entity_profiles", "entities summarised"),
+        ("communities", "communities compared with their sources"), ("entity_profiles", "entities compared with their facts"),
         ("raptor_levels level 1", "clusters of"),
     ]:
         assert any(name == step and found.startswith(unit) for name, found in finished), f"no finished {step}: {unit}"

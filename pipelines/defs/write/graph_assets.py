@@ -1,7 +1,10 @@
 """The graph-wide assets (group "graph"): entity graph, communities, entity profiles, RAPTOR levels.
 
 Unpartitioned: each recomputes from the tables the per-document assets keep up to date. Tunables
-are run config whose defaults come from lanes.yaml when the run starts (`run_config.py`).
+are run config whose defaults come from lanes.yaml when the run starts (`run_config.py`). Communities,
+profiles and the RAPTOR tree redo by default only what changed since their last build (`rebuild:
+incremental`, see graph_store); `rebuild: full` recomputes them all, as the weekly schedule does.
+Each reports which mode ran and how many rows it recomputed, kept and removed.
 """
 
 import dagster as dg
@@ -14,7 +17,14 @@ from pipelines.resources.database import DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.write.summaries.summarizer import SummarizerResource
 from pipelines.write.graph import graph_sql as q
-from pipelines.write.graph.graph_store import build_communities, build_profiles, build_raptor, refresh_entity_graph
+from pipelines.write.graph.graph_store import (
+    RebuildMode,
+    Redone,
+    build_communities,
+    build_profiles,
+    build_raptor,
+    refresh_entity_graph,
+)
 from pipelines.write.plots import sizes_per_level_chart
 from pipelines.write.report import StepReport, markdown_table
 
@@ -26,6 +36,15 @@ COMMUNITY_COVERAGE_THRESHOLD = 0.95
 def _rows(database: DatabaseResource, statement: str) -> int:
     with database.connection() as connection:
         return connection.execute(statement).fetchone()[0]
+
+
+def _count_redone(step: StepReport, redone: Redone, rows_before: int) -> dict[str, object]:
+    """The step's counts from what the build redid: recomputed rows are inserted (or rewritten in
+    place), kept rows unchanged; a full build deletes every row it found."""
+    step.inserted = redone.recomputed
+    step.unchanged = redone.kept
+    step.deleted = rows_before if redone.mode == "full" else redone.removed
+    return {"mode": redone.mode, "recomputed": redone.recomputed, "kept": redone.kept, "removed": step.deleted}
 
 
 @dg.asset(
@@ -61,6 +80,7 @@ def entity_graph(context: dg.AssetExecutionContext, database: DatabaseResource, 
 
 
 class CommunitiesConfig(dg.Config):
+    rebuild: RebuildMode = "incremental"
     max_size: int = lanes_yaml_default(lambda pipeline: pipeline.communities.max_size)
     resolution: float = lanes_yaml_default(lambda pipeline: pipeline.communities.resolution)
     max_levels: int = lanes_yaml_default(lambda pipeline: pipeline.communities.max_levels)
@@ -71,7 +91,10 @@ class CommunitiesConfig(dg.Config):
     group_name=GRAPH_GROUP,
     deps=[entity_graph],
     kinds={"postgres", "igraph"},
-    description="Hierarchical Leiden communities of the live entity graph, each labelled, summarised and embedded.",
+    description=(
+        "Hierarchical Leiden communities of the live entity graph, each labelled, summarised and embedded; "
+        "incrementally, only the communities whose entity pairs changed are partitioned again."
+    ),
 )
 def communities(
     context: dg.AssetExecutionContext,
@@ -81,14 +104,18 @@ def communities(
     summarizer: SummarizerResource,
 ) -> dg.MaterializeResult:
     step = StepReport(unit="communities", preview_columns=("level", "label", "members", "summary"))
-    step.deleted = _rows(database, q.COMMUNITY_COUNT)
-    settings = CommunitySettings(**config.model_dump())
+    rows_before = _rows(database, q.COMMUNITY_COUNT)
+    settings = CommunitySettings(**config.model_dump(exclude={"rebuild"}))
+    model = embedder.get_embedder()
     built = build_communities(
-        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info
+        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
-    step.inserted = step.rows = step.processed = built.communities
+    redone = _count_redone(step, built.redone, rows_before)
+    step.rows = step.processed = built.communities
     step.preview_rows = built.preview
     values = step.finish().metadata()
+    values.update(redone)
     values.update({
         "levels": len(built.sizes_per_level),
         "connected_entities": built.connected_entities,
@@ -103,6 +130,7 @@ def communities(
 
 
 class ProfilesConfig(dg.Config):
+    rebuild: RebuildMode = "incremental"
     min_degree: int = lanes_yaml_default(lambda pipeline: pipeline.profiles.min_degree)
 
 
@@ -120,19 +148,23 @@ def entity_profiles(
     summarizer: SummarizerResource,
 ) -> dg.MaterializeResult:
     step = StepReport(unit="profiles", preview_columns=("entity", "facts", "summary"))
-    step.deleted = _rows(database, q.PROFILE_COUNT)
+    rows_before = _rows(database, q.PROFILE_COUNT)
+    model = embedder.get_embedder()
     built = build_profiles(
-        database.get_database(), config.min_degree, summarizer.get_summarizer(), embedder.get_embedder().embed,
-        context.log.info,
+        database.get_database(), config.min_degree, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
-    step.inserted = step.rows = step.processed = built.profiles
+    redone = _count_redone(step, built.redone, rows_before)
+    step.rows = step.processed = built.profiles
     step.preview_rows = built.preview
     values = step.finish().metadata()
+    values.update(redone)
     values["min_degree"] = config.min_degree
     return dg.MaterializeResult(metadata=dagster_metadata(values))
 
 
 class RaptorConfig(dg.Config):
+    rebuild: RebuildMode = "incremental"
     max_levels: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.max_levels)
     root_count: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.root_count)
     reduced_dimensions: int = lanes_yaml_default(lambda pipeline: pipeline.raptor.reduced_dimensions)
@@ -153,7 +185,8 @@ class RaptorConfig(dg.Config):
     )],
     description=(
         "RAPTOR tree over the chunk embeddings: Gaussian-mixture clusters (BIC-chosen count, PCA-reduced), "
-        "summarised and embedded level by level up to a few roots; replaced atomically."
+        "summarised and embedded level by level up to a few roots; incrementally, new chunks join the nearest "
+        "cluster and only the nodes above changed chunks are summarised again."
     ),
 )
 def raptor_levels(
@@ -164,14 +197,18 @@ def raptor_levels(
     summarizer: SummarizerResource,
 ) -> dg.MaterializeResult:
     step = StepReport(unit="nodes", preview_columns=("root summary",))
-    step.deleted = _rows(database, q.RAPTOR_NODE_COUNT)
-    settings = RaptorSettings(**config.model_dump())
+    rows_before = _rows(database, q.RAPTOR_NODE_COUNT)
+    settings = RaptorSettings(**config.model_dump(exclude={"rebuild"}))
+    model = embedder.get_embedder()
     built = build_raptor(
-        database.get_database(), settings, summarizer.get_summarizer(), embedder.get_embedder().embed, context.log.info
+        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+        requested=config.rebuild, embedding_model=model.model_id,
     )
-    step.inserted = step.rows = step.processed = sum(built.nodes_per_level.values())
+    redone = _count_redone(step, built.redone, rows_before)
+    step.rows = step.processed = sum(built.nodes_per_level.values())
     step.preview_rows = [(summary,) for summary in built.roots]
     values = step.finish().metadata()
+    values.update(redone)
     values.update({
         "leaves": built.leaves,
         "levels": len(built.nodes_per_level),

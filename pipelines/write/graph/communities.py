@@ -7,7 +7,7 @@ A single entity is not a community: the profile lane covers it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import igraph
@@ -69,3 +69,35 @@ def leiden_hierarchy(
             if len(members) > max_size and level + 1 < max_levels:
                 pending.append((members, level + 1, len(nodes) - 1))
     return nodes
+
+
+def touched_vertices(
+    previous_edges: Iterable[tuple[str, str, float]], edges: Iterable[tuple[str, str, float]]
+) -> set[str]:
+    """Entities at either end of a pair that was added, removed or reweighted since `previous_edges`."""
+    before = {(a, b): weight for a, b, weight in previous_edges}
+    after = {(a, b): weight for a, b, weight in edges}
+    changed = [pair for pair in before.keys() | after.keys() if before.get(pair) != after.get(pair)]
+    return {vertex for pair in changed for vertex in pair}
+
+
+def split_by_touch(
+    communities: Sequence[tuple[str, str | None, Sequence[str]]], touched: set[str]
+) -> tuple[set[str], set[str]]:
+    """Stored communities, as (id, parent id, members), split by the `touched` vertices into the ids
+    kept as they are (a level 0 community with no touched member, and its whole subtree: Leiden saw
+    the same subgraph there) and the vertices to partition again (the touched ones and every member
+    of a level 0 community they reach, so a new pair can merge two communities or split one)."""
+    repartition = set(touched)
+    kept: set[str] = set()
+    for community_id, parent, members in communities:
+        if parent is None:
+            if touched.isdisjoint(members):
+                kept.add(community_id)
+            else:
+                repartition.update(members)
+    # Parents come before their children in `communities`.
+    for community_id, parent, _ in communities:
+        if parent in kept:
+            kept.add(community_id)
+    return kept, repartition

@@ -105,13 +105,30 @@ WHERE f.subject_id = ANY(%(ids)s) AND (f.object_id IS NULL OR f.object_id = ANY(
 ORDER BY s.degree DESC, f.statement
 """
 
-# Each replace-all takes an EXCLUSIVE lock first: two runs replacing at once would otherwise both
-# delete the old rows, and the second would then insert ids the first just inserted (its DELETE's
-# snapshot did not see them) and fail on the primary key. Readers (find) are not blocked.
-REPLACE_COMMUNITIES = "LOCK TABLE community IN EXCLUSIVE MODE; DELETE FROM community"
-INSERT_COMMUNITY = """
-INSERT INTO community (id, level, parent_id, label, summary, members, embedding, scopes)
-VALUES (%(id)s, %(level)s, %(parent_id)s, %(label)s, %(summary)s, %(members)s, %(embedding)s, %(scopes)s)
+# A refresh writes the rows it summarised anew, then deletes every row it did not keep, in one
+# transaction. It takes an EXCLUSIVE lock first: two refreshes at once would otherwise each delete
+# the other's new rows. Readers (find) are not blocked. A row kept as it was is not written at all.
+LOCK_COMMUNITIES = "LOCK TABLE community IN EXCLUSIVE MODE"
+UPSERT_COMMUNITY = """
+INSERT INTO community (id, level, parent_id, label, summary, members, embedding, scopes, source_digest)
+VALUES (%(id)s, %(level)s, %(parent_id)s, %(label)s, %(summary)s, %(members)s, %(embedding)s, %(scopes)s,
+        %(source_digest)s)
+ON CONFLICT (id) DO UPDATE SET
+    level = excluded.level, parent_id = excluded.parent_id, label = excluded.label, summary = excluded.summary,
+    members = excluded.members, embedding = excluded.embedding, scopes = excluded.scopes,
+    source_digest = excluded.source_digest
+"""
+# Children go with a deleted parent (ON DELETE CASCADE): a kept community is never the child of
+# one that is not kept, because a kept level 0 community keeps its whole subtree.
+DELETE_COMMUNITIES_EXCEPT = "DELETE FROM community WHERE id <> ALL(%(ids)s)"
+PREVIOUS_COMMUNITIES = """
+SELECT id, level, parent_id, label, summary, members, scopes, source_digest FROM community ORDER BY level, id
+"""
+# The entity pairs the stored communities were partitioned over, replaced with them.
+PREVIOUS_COMMUNITY_EDGES = "SELECT source, target, weight FROM community_edge"
+REPLACE_COMMUNITY_EDGES = "LOCK TABLE community_edge IN EXCLUSIVE MODE; DELETE FROM community_edge"
+INSERT_COMMUNITY_EDGE = """
+INSERT INTO community_edge (source, target, weight, scopes) VALUES (%(source)s, %(target)s, %(weight)s, %(scopes)s)
 """
 
 PROFILE_CANDIDATES = """
@@ -124,11 +141,16 @@ UNION
 SELECT statement, scopes FROM live_fact WHERE object_id = %(id)s
 ORDER BY statement
 """
-REPLACE_PROFILES = "LOCK TABLE profile IN EXCLUSIVE MODE; DELETE FROM profile"
-INSERT_PROFILE = """
-INSERT INTO profile (entity_id, summary, fact_count, embedding, scopes)
-VALUES (%(entity_id)s, %(summary)s, %(fact_count)s, %(embedding)s, %(scopes)s)
+LOCK_PROFILES = "LOCK TABLE profile IN EXCLUSIVE MODE"
+UPSERT_PROFILE = """
+INSERT INTO profile (entity_id, summary, fact_count, embedding, scopes, source_digest)
+VALUES (%(entity_id)s, %(summary)s, %(fact_count)s, %(embedding)s, %(scopes)s, %(source_digest)s)
+ON CONFLICT (entity_id) DO UPDATE SET
+    summary = excluded.summary, fact_count = excluded.fact_count, embedding = excluded.embedding,
+    scopes = excluded.scopes, source_digest = excluded.source_digest
 """
+DELETE_PROFILES_EXCEPT = "DELETE FROM profile WHERE entity_id <> ALL(%(ids)s)"
+PREVIOUS_PROFILE_DIGESTS = "SELECT entity_id, source_digest FROM profile"
 
 # Leaves of the RAPTOR tree: embedded chunks of documents that are not retracted.
 RAPTOR_LEAVES = """
@@ -137,10 +159,25 @@ FROM chunk c JOIN document d ON d.id = c.document_id
 WHERE c.embedding IS NOT NULL AND d.retracted_at IS NULL
 ORDER BY c.id
 """
-REPLACE_RAPTOR = "LOCK TABLE raptor_node IN EXCLUSIVE MODE; DELETE FROM raptor_node"
-INSERT_RAPTOR_NODE = """
-INSERT INTO raptor_node (id, level, summary, children, embedding, scopes)
-VALUES (%(id)s, %(level)s, %(summary)s, %(children)s, %(embedding)s, %(scopes)s)
+LOCK_RAPTOR = "LOCK TABLE raptor_node IN EXCLUSIVE MODE"
+UPSERT_RAPTOR_NODE = """
+INSERT INTO raptor_node (id, level, summary, children, embedding, scopes, source_digest)
+VALUES (%(id)s, %(level)s, %(summary)s, %(children)s, %(embedding)s, %(scopes)s, %(source_digest)s)
+ON CONFLICT (id) DO UPDATE SET
+    level = excluded.level, summary = excluded.summary, children = excluded.children,
+    embedding = excluded.embedding, scopes = excluded.scopes, source_digest = excluded.source_digest
+"""
+DELETE_RAPTOR_NODES_EXCEPT = "DELETE FROM raptor_node WHERE id <> ALL(%(ids)s)"
+PREVIOUS_RAPTOR_NODES = """
+SELECT id, level, children, summary, embedding, scopes, source_digest FROM raptor_node ORDER BY level, id
+"""
+
+# The settings each graph-wide asset last built with (its digest), so a refresh under other
+# settings rebuilds in full rather than mixing rows of both.
+BUILT_WITH = "SELECT value FROM lanegraph_setting WHERE key = %(key)s"
+RECORD_BUILT_WITH = """
+INSERT INTO lanegraph_setting (key, value) VALUES (%(key)s, %(value)s)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
 """
 RAPTOR_LEVEL_COUNTS = "SELECT level, count(*) FROM raptor_node GROUP BY level ORDER BY level"
 COMMUNITY_LEVEL_SIZES = "SELECT level, cardinality(members) FROM community ORDER BY level, cardinality(members) DESC"

@@ -1,7 +1,13 @@
 """The graph-wide steps: entity graph upkeep, communities, profiles and the RAPTOR tree.
 
-Each recomputes from the tables. Communities, profiles and the tree are replaced in one
-transaction each, so a reader sees the old set or the new one, never a mixture.
+Each recomputes from the tables, in one of two modes. `full` partitions, clusters and summarises
+everything again. `incremental` redoes only what the documents changed since the last build
+touched: it partitions again only the communities whose entity pairs changed (`split_by_touch`),
+adds new chunks to the RAPTOR tree without clustering it again (`update_tree`), and summarises and
+embeds only the rows whose source text changed (each row keeps a digest of it); every other row is
+kept as it is, id, summary and embedding. Incremental runs only over a build made with the same
+settings (recorded in lanegraph_setting); otherwise the step rebuilds in full. Each step writes its
+rows in one transaction, so a reader sees the old set or the new one, never a mixture.
 
 Every tenant gets a graph of its own: row security lets a caller read a row only when it holds every
 scope of the row, so a summary drawn from two tenants' documents would be readable by neither. An
@@ -15,20 +21,23 @@ documents it may read. An unscoped corpus is a single scope set and builds what 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
+from psycopg import Connection
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
-from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy
+from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
 from pipelines.write.extraction.ontology import ENTITY_KINDS
 from pipelines.write.progress import Embed, Log, embed_showing_progress, silent, step_progress
-from pipelines.write.summaries.raptor import RaptorNode, build_tree
+from pipelines.write.summaries.raptor import RaptorNode, build_tree, update_tree
+from pipelines.write.summaries.summaries import source_digest
 
 Item = TypeVar("Item")
 # Rows embedded and written per round by _embed_missing.
@@ -40,6 +49,7 @@ GRAPH_STEP = "entity_graph"
 COMMUNITIES_STEP = "communities"
 PROFILES_STEP = "entity_profiles"
 RAPTOR_STEP = "raptor_levels"
+RebuildMode = Literal["incremental", "full"]
 
 
 def union_scopes(scope_lists: Iterable[Sequence[str]]) -> list[str]:
@@ -123,25 +133,67 @@ def _digest_id(prefix: str, *parts: object) -> str:
 
 
 @dataclass
+class Redone:
+    """What a step in either mode did: its mode, rows summarised and embedded again, rows kept as
+    they were, rows deleted."""
+
+    mode: RebuildMode = "full"
+    recomputed: int = 0
+    kept: int = 0
+    removed: int = 0
+
+
+def _mode_to_run(connection: Connection, step: str, requested: RebuildMode, settings: str) -> RebuildMode:
+    """Incremental only when asked and the stored rows were built with the same settings."""
+    built_with = connection.execute(q.BUILT_WITH, {"key": _settings_key(step)}).fetchone()
+    same = built_with is not None and built_with[0] == settings
+    return "incremental" if requested == "incremental" and same else "full"
+
+
+def _settings_key(step: str) -> str:
+    return f"graph_built_with:{step}"
+
+
+def _settings_digest(summarizer: Summarizer, embedding_model: str, settings: object) -> str:
+    """What a step's rows depend on beside their sources: a row kept under another summarizer or
+    embedding model would sit among rows made by the new one."""
+    return source_digest([
+        summarizer.name, str(summarizer.max_chars), embedding_model, json.dumps(settings, sort_keys=True),
+    ])
+
+
+def _write(
+    connection: Connection, step: str, settings: str, lock: str, upsert: str, rows: Sequence[dict],
+    delete_except: str, final_keys: Sequence[str],
+) -> None:
+    """The step's rows summarised anew written (parents first), every row not in `final_keys` deleted,
+    and the settings recorded, in the caller's transaction."""
+    connection.execute(lock)
+    for row in rows:
+        connection.execute(upsert, row)
+    connection.execute(delete_except, {"ids": list(final_keys)})
+    connection.execute(q.RECORD_BUILT_WITH, {"key": _settings_key(step), "value": settings})
+
+
+@dataclass
 class CommunityReport:
     communities: int = 0
     connected_entities: int = 0
     covered_entities: int = 0
     sizes_per_level: dict[int, list[int]] = field(default_factory=dict)
     preview: list[tuple[int, str, int, str]] = field(default_factory=list)
+    redone: Redone = field(default_factory=Redone)
 
 
-def build_communities(
-    database: Database, settings: CommunitySettings, summarizer: Summarizer, embed: Embed, log: Log = silent
-) -> CommunityReport:
-    with database.connection() as connection:
-        vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
-        edges = connection.execute(q.ENTITY_EDGES).fetchall()
-        entities = {row[0]: row for row in connection.execute(q.ENTITY_NAMES, {"ids": vertices})}
+def _partition(
+    vertices: Sequence[str], edges: Sequence[tuple[str, str, float]], scopes_of: Callable[[str], Sequence[str]],
+    settings: CommunitySettings, log: Log,
+) -> list[CommunityNode]:
+    """Leiden hierarchies of `vertices`, one per scope set, parents as indexes into the one list."""
     nodes: list[CommunityNode] = []
     partitioned = step_progress(COMMUNITIES_STEP, len(vertices), "entities partitioned by Leiden", log)
     done = 0
-    for group in by_scope_set(vertices, lambda vertex: entities[vertex][4]):
+    for group in by_scope_set(vertices, scopes_of):
         offset = len(nodes)
         nodes += [
             replace(node, parent=None if node.parent is None else node.parent + offset)
@@ -152,39 +204,80 @@ def build_communities(
         ]
         done += len(group)
         partitioned(done)
-    summarised = step_progress(COMMUNITIES_STEP, len(nodes), "communities summarised", log)
-    rows = []
+    return nodes
+
+
+def build_communities(
+    database: Database, settings: CommunitySettings, summarizer: Summarizer, embed: Embed, log: Log = silent,
+    *, embedding_model: str, requested: RebuildMode = "full",
+) -> CommunityReport:
+    built_with = _settings_digest(summarizer, embedding_model, settings.model_dump())
     with database.connection() as connection:
-        for node in nodes:
-            members = sorted(node.members, key=lambda m: (-entities[m][3], entities[m][1]))
+        mode = _mode_to_run(connection, COMMUNITIES_STEP, requested, built_with)
+        vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
+        edges = connection.execute(q.ENTITY_EDGES).fetchall()
+        entities = {row[0]: row for row in connection.execute(q.ENTITY_NAMES, {"ids": vertices})}
+        previous = connection.execute(q.PREVIOUS_COMMUNITIES).fetchall() if mode == "incremental" else []
+        previous_edges = connection.execute(q.PREVIOUS_COMMUNITY_EDGES).fetchall() if mode == "incremental" else []
+    kept, repartition = split_by_touch(
+        [(row[0], row[2], row[5]) for row in previous], touched_vertices(previous_edges, edges)
+    ) if mode == "incremental" else (set(), set(vertices))
+    nodes = _partition(
+        [vertex for vertex in vertices if vertex in repartition], edges, lambda vertex: entities[vertex][4], settings, log,
+    )
+    # Every community after this refresh, parents first: the kept ones as stored, then the new ones.
+    rows = [
+        {"id": row[0], "level": row[1], "parent_id": row[2], "label": row[3], "summary": row[4],
+         "members": list(row[5]), "scopes": list(row[6]), "source_digest": row[7]}
+        for row in previous if row[0] in kept
+    ]
+    ids = [_digest_id("c", node.level, *sorted(node.members)) for node in nodes]
+    rows += [
+        {"id": ids[index], "level": node.level, "parent_id": None if node.parent is None else ids[node.parent],
+         "members": sorted(node.members)}
+        for index, node in enumerate(nodes)
+    ]
+    stored = {row[0]: row for row in previous}
+    redo = []
+    summarised = step_progress(COMMUNITIES_STEP, len(rows), "communities compared with their sources", log)
+    with database.connection() as connection:
+        for done, row in enumerate(rows, start=1):
+            members = sorted(row["members"], key=lambda m: (-entities[m][3], entities[m][1]))
             label = ", ".join(entities[m][1] for m in members[:LABEL_MEMBERS])
-            facts = connection.execute(q.FACTS_AMONG, {"ids": list(node.members)}).fetchall()
-            summary = summarizer.summarize([statement for statement, _ in facts], topic=label) or label
-            rows.append({
-                "id": _digest_id("c", node.level, *sorted(node.members)),
-                "level": node.level,
-                "label": label,
-                "summary": summary,
-                "members": sorted(node.members),
-                "scopes": union_scopes([entities[m][4] for m in node.members] + [s for _, s in facts]),
-                "parent": node.parent,
-            })
-            summarised(len(rows))
+            facts = connection.execute(q.FACTS_AMONG, {"ids": row["members"]}).fetchall()
+            scopes = union_scopes([entities[m][4] for m in row["members"]] + [s for _, s in facts])
+            digest = source_digest([label, *(statement for statement, _ in facts), *scopes])
+            previously = stored.get(row["id"])
+            if previously is not None and previously[7] == digest and previously[2] == row["parent_id"]:
+                row.update(label=previously[3], summary=previously[4], scopes=list(previously[6]), source_digest=digest)
+            else:
+                summary = summarizer.summarize([statement for statement, _ in facts], topic=label) or label
+                row.update(label=label, summary=summary, scopes=scopes, source_digest=digest)
+                redo.append(row)
+            summarised(done)
     vectors = embed_showing_progress(
         embed,
-        [f"{row['label']}: {row['summary']}" for row in rows],
-        step_progress(COMMUNITIES_STEP, len(rows), "communities embedded", log),
+        [f"{row['label']}: {row['summary']}" for row in redo],
+        step_progress(COMMUNITIES_STEP, len(redo), "communities embedded", log),
     )
     with database.connection() as connection, connection.transaction():
-        connection.execute(q.REPLACE_COMMUNITIES)
-        for row, vector in zip(rows, vectors):
-            parent_id = rows[row["parent"]]["id"] if row["parent"] is not None else None
-            connection.execute(q.INSERT_COMMUNITY, {**row, "parent_id": parent_id, "embedding": vector})
+        _write(
+            connection, COMMUNITIES_STEP, built_with, q.LOCK_COMMUNITIES, q.UPSERT_COMMUNITY,
+            [{**row, "embedding": vector} for row, vector in zip(redo, vectors)],
+            q.DELETE_COMMUNITIES_EXCEPT, [row["id"] for row in rows],
+        )
+        connection.execute(q.REPLACE_COMMUNITY_EDGES)
+        connection.cursor().executemany(q.INSERT_COMMUNITY_EDGE, [
+            {"source": a, "target": b, "weight": weight,
+             "scopes": union_scopes([entities[a][4] if a in entities else [], entities[b][4] if b in entities else []])}
+            for a, b, weight in edges
+        ])
     report = CommunityReport(communities=len(rows), connected_entities=len(vertices))
     report.covered_entities = len({m for row in rows for m in row["members"]})
     for row in rows:
         report.sizes_per_level.setdefault(row["level"], []).append(len(row["members"]))
     report.preview = [(row["level"], row["label"], len(row["members"]), row["summary"]) for row in rows[:5]]
+    report.redone = Redone(mode, len(redo), len(rows) - len(redo), len(set(stored) - {row["id"] for row in rows}))
     return report
 
 
@@ -192,35 +285,45 @@ def build_communities(
 class ProfileReport:
     profiles: int = 0
     preview: list[tuple[str, int, str]] = field(default_factory=list)
+    redone: Redone = field(default_factory=Redone)
 
 
 def build_profiles(
-    database: Database, min_degree: int, summarizer: Summarizer, embed: Embed, log: Log = silent
+    database: Database, min_degree: int, summarizer: Summarizer, embed: Embed, log: Log = silent,
+    *, embedding_model: str, requested: RebuildMode = "full",
 ) -> ProfileReport:
+    built_with = _settings_digest(summarizer, embedding_model, {"min_degree": min_degree})
     rows = []
+    redo = []
     with database.connection() as connection:
+        mode = _mode_to_run(connection, PROFILES_STEP, requested, built_with)
+        stored = dict(connection.execute(q.PREVIOUS_PROFILE_DIGESTS).fetchall()) if mode == "incremental" else {}
         candidates = connection.execute(q.PROFILE_CANDIDATES, {"min_degree": min_degree}).fetchall()
-        advance = step_progress(PROFILES_STEP, len(candidates), "entities summarised", log)
+        advance = step_progress(PROFILES_STEP, len(candidates), "entities compared with their facts", log)
         for done, (entity_id, name, kind, scopes) in enumerate(candidates, start=1):
             facts = connection.execute(q.ENTITY_FACTS, {"id": entity_id}).fetchall()
             if facts:
-                summary = summarizer.summarize([statement for statement, _ in facts], topic=name)
-                rows.append({
-                    "entity_id": entity_id,
+                row_scopes = union_scopes([scopes] + [s for _, s in facts])
+                digest = source_digest([name, kind, *(statement for statement, _ in facts), *row_scopes])
+                row = {"entity_id": entity_id, "fact_count": len(facts), "scopes": row_scopes, "source_digest": digest}
+                rows.append(row)
+                if stored.get(entity_id) != digest:
+                    summary = summarizer.summarize([statement for statement, _ in facts], topic=name)
                     # The name leads so the profile is found by a question that names the entity.
-                    "summary": f"{name} ({kind}): {summary}",
-                    "fact_count": len(facts),
-                    "scopes": union_scopes([scopes] + [s for _, s in facts]),
-                })
+                    row["summary"] = f"{name} ({kind}): {summary}"
+                    redo.append(row)
             advance(done)
     vectors = embed_showing_progress(
-        embed, [row["summary"] for row in rows], step_progress(PROFILES_STEP, len(rows), "profiles embedded", log)
+        embed, [row["summary"] for row in redo], step_progress(PROFILES_STEP, len(redo), "profiles embedded", log)
     )
     with database.connection() as connection, connection.transaction():
-        connection.execute(q.REPLACE_PROFILES)
-        for row, vector in zip(rows, vectors):
-            connection.execute(q.INSERT_PROFILE, {**row, "embedding": vector})
-    return ProfileReport(len(rows), [(row["entity_id"], row["fact_count"], row["summary"]) for row in rows[:5]])
+        _write(
+            connection, PROFILES_STEP, built_with, q.LOCK_PROFILES, q.UPSERT_PROFILE,
+            [{**row, "embedding": vector} for row, vector in zip(redo, vectors)],
+            q.DELETE_PROFILES_EXCEPT, [row["entity_id"] for row in rows],
+        )
+    redone = Redone(mode, len(redo), len(rows) - len(redo), len(set(stored) - {row["entity_id"] for row in rows}))
+    return ProfileReport(len(rows), [(row["entity_id"], row["fact_count"], row["summary"]) for row in redo[:5]], redone)
 
 
 @dataclass
@@ -228,20 +331,34 @@ class RaptorReport:
     leaves: int = 0
     nodes_per_level: dict[int, int] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)
+    redone: Redone = field(default_factory=Redone)
 
 
 def build_raptor(
-    database: Database, settings: RaptorSettings, summarizer: Summarizer, embed: Embed, log: Log = silent
+    database: Database, settings: RaptorSettings, summarizer: Summarizer, embed: Embed, log: Log = silent,
+    *, embedding_model: str, requested: RebuildMode = "full",
 ) -> RaptorReport:
+    built_with = _settings_digest(summarizer, embedding_model, settings.model_dump())
     with database.connection() as connection:
+        mode = _mode_to_run(connection, RAPTOR_STEP, requested, built_with)
         leaves = connection.execute(q.RAPTOR_LEAVES).fetchall()
+        previous = [
+            RaptorNode(id, level, tuple(children), summary, embedding.to_numpy(), tuple(scopes), digest)
+            for id, level, children, summary, embedding, scopes, digest in connection.execute(q.PREVIOUS_RAPTOR_NODES)
+        ] if mode == "incremental" else []
+    trees: dict[tuple[str, ...], list[RaptorNode]] = {}
+    for node in previous:
+        trees.setdefault(node.scopes, []).append(node)
     nodes: list[RaptorNode] = []
     for group in by_scope_set(leaves, lambda leaf: leaf[3]):
-        nodes += build_tree(
-            [row[0] for row in group],
-            [row[1] for row in group],
-            np.asarray([row[2].to_numpy() for row in group], dtype=np.float32).reshape(len(group), -1),
-            [row[3] for row in group],
+        ids, texts, scopes = [row[0] for row in group], [row[1] for row in group], [row[3] for row in group]
+        vectors = np.asarray([row[2].to_numpy() for row in group], dtype=np.float32).reshape(len(group), -1)
+        updated = update_tree(
+            trees.get(tuple(sorted(group[0][3])), []), ids, texts, vectors, scopes,
+            summarize=summarizer.summarize, embed=embed,
+        )
+        nodes += updated if updated is not None else build_tree(
+            ids, texts, vectors, scopes,
             summarize=summarizer.summarize,
             embed=embed,
             max_levels=settings.max_levels,
@@ -253,16 +370,22 @@ def build_raptor(
             step=RAPTOR_STEP,
             log=log,
         )
+    unchanged = {node.id: node.source_digest for node in previous}
+    redo = [node for node in nodes if unchanged.get(node.id) != node.source_digest]
     with database.connection() as connection, connection.transaction():
-        connection.execute(q.REPLACE_RAPTOR)
-        for node in nodes:
-            connection.execute(q.INSERT_RAPTOR_NODE, {
-                "id": node.id, "level": node.level, "summary": node.summary, "children": list(node.children),
-                "embedding": node.embedding, "scopes": list(node.scopes),
-            })
+        _write(
+            connection, RAPTOR_STEP, built_with, q.LOCK_RAPTOR, q.UPSERT_RAPTOR_NODE,
+            [
+                {"id": node.id, "level": node.level, "summary": node.summary, "children": list(node.children),
+                 "embedding": node.embedding, "scopes": list(node.scopes), "source_digest": node.source_digest}
+                for node in redo
+            ],
+            q.DELETE_RAPTOR_NODES_EXCEPT, [node.id for node in nodes],
+        )
     report = RaptorReport(leaves=len(leaves))
     for node in nodes:
         report.nodes_per_level[node.level] = report.nodes_per_level.get(node.level, 0) + 1
     top = max(report.nodes_per_level, default=None)
     report.roots = [node.summary for node in nodes if node.level == top]
+    report.redone = Redone(mode, len(redo), len(nodes) - len(redo), len(set(unchanged) - {node.id for node in nodes}))
     return report

@@ -19,6 +19,7 @@ from sklearn.decomposition import PCA
 from sklearn.mixture import GaussianMixture
 
 from pipelines.write.progress import Log, step_progress
+from pipelines.write.summaries.summaries import source_digest
 
 # Candidate component counts beyond this many are sampled on a geometric grid, not tried one by one.
 EXHAUSTIVE_CANDIDATES = 12
@@ -32,6 +33,7 @@ class RaptorNode:
     summary: str
     embedding: np.ndarray
     scopes: tuple[str, ...]
+    source_digest: str  # of the texts summarised: the children's texts, in order
 
 
 def candidate_counts(upper: int) -> list[int]:
@@ -118,6 +120,7 @@ def build_tree(
                 summary=summary,
                 embedding=embedding,
                 scopes=tuple(sorted({scope for i in group for scope in scopes[i]})),
+                source_digest=source_digest([texts[i] for i in group]),
             )
             for group, summary, embedding in zip(groups, summaries, embeddings)
         ]
@@ -126,4 +129,78 @@ def build_tree(
         texts = [node.summary for node in level_nodes]
         vectors = np.asarray(embeddings)
         scopes = [node.scopes for node in level_nodes]
+    return nodes
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def update_tree(
+    previous: Sequence[RaptorNode],
+    leaf_ids: Sequence[str],
+    leaf_texts: Sequence[str],
+    leaf_vectors: np.ndarray,
+    leaf_scopes: Sequence[Sequence[str]],
+    *,
+    summarize: Callable[[Sequence[str]], str],
+    embed: Callable[[Sequence[str]], np.ndarray],
+) -> list[RaptorNode] | None:
+    """The tree `previous` over the current leaves, without clustering again; None when none of its
+    level 1 nodes holds a current leaf (there is nothing to add to: build a tree instead).
+
+    A leaf the tree does not hold joins the level 1 node whose leaves' centroid (as the tree holds
+    them) is nearest by cosine; a leaf gone leaves its node. A node whose children or their texts
+    changed is summarised and embedded again, under a new id when its children changed, and so is
+    every node above it; a node left without children goes. Every other node is returned as it was.
+    The clusters drift from what a new clustering would find; the periodic full rebuild resets them.
+    """
+    text = dict(zip(leaf_ids, leaf_texts))
+    scopes = {leaf: tuple(leaf_scope) for leaf, leaf_scope in zip(leaf_ids, leaf_scopes)}
+    vector = dict(zip(leaf_ids, np.asarray(leaf_vectors)))
+    first_level = [node for node in previous if node.level == 1]
+    held = {node.id: [child for child in node.children if child in text] for node in first_level}
+    holders = [node.id for node in first_level if held[node.id]]
+    if not holders:
+        return None
+    centroids = _unit(np.asarray([np.mean([vector[leaf] for leaf in held[holder]], axis=0) for holder in holders]))
+    placed = {leaf for leaves in held.values() for leaf in leaves}
+    for leaf in leaf_ids:
+        if leaf not in placed:
+            held[holders[int(np.argmax(centroids @ _unit(vector[leaf])))]].append(leaf)
+    now: dict[str, str | None] = {}  # a previous node's id -> its id in the new tree (None: gone)
+    nodes: list[RaptorNode] = []
+    for level in sorted({node.level for node in previous}):
+        redo: list[tuple[RaptorNode, list[str], list[str]]] = []
+        for node in (node for node in previous if node.level == level):
+            # Children keep the order the tree holds them in (the database's, not Python's, string
+            # order), new leaves after them: an untouched node compares equal.
+            children = held[node.id] if level == 1 else [
+                child for child in (now.get(old) for old in node.children) if child is not None
+            ]
+            texts = [text[child] for child in children]
+            if not children:
+                now[node.id] = None
+            elif tuple(children) == node.children and source_digest(texts) == node.source_digest:
+                now[node.id] = node.id
+                nodes.append(node)
+                text[node.id], scopes[node.id] = node.summary, node.scopes
+            else:
+                redo.append((node, children, texts))
+        summaries = [summarize(texts) for _, _, texts in redo]
+        embeddings = embed(summaries) if redo else []
+        for (node, children, texts), summary, embedding in zip(redo, summaries, embeddings):
+            rebuilt = RaptorNode(
+                id=node_id(level, children),
+                level=level,
+                children=tuple(children),
+                summary=summary,
+                embedding=embedding,
+                scopes=tuple(sorted({scope for child in children for scope in scopes[child]})),
+                source_digest=source_digest(texts),
+            )
+            now[node.id] = rebuilt.id
+            nodes.append(rebuilt)
+            text[rebuilt.id], scopes[rebuilt.id] = rebuilt.summary, rebuilt.scopes
     return nodes

@@ -7,6 +7,7 @@ The chosen sentences are returned in their original order so the summary reads a
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,3 +68,8 @@ def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
         best = max(range(len(sentences)), key=lambda i: (closeness[i], -i))
         return truncate(sentences[best], max_chars)
     return " ".join(sentences[i] for i in sorted(chosen))
+
+
+def source_digest(texts: Sequence[str]) -> str:
+    """A digest of what a summary is made from: a refresh that finds the same one keeps the summary."""
+    return hashlib.sha256("\x1f".join(texts).encode()).hexdigest()

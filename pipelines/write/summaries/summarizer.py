@@ -22,6 +22,7 @@ LLM_CONTEXT_FACTOR = 8
 
 class Summarizer(Protocol):
     name: str
+    max_chars: int
 
     def summarize(self, texts: Sequence[str], topic: str = "") -> str:
         """At most max_chars characters about `texts`; `topic` names what they are about, if known."""

@@ -1,0 +1,26 @@
+"""The ingest benchmark on a few demo passages: the report's shape, the one-document ingest into the
+built corpus included (its figures, not their size, which only a real corpus makes meaningful)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.bench.ingest import REBUILDING, measure_ingest
+from pipelines.bench.report import render_ingest
+from pipelines.evaluation.demo_dataset import write_demo_dataset
+
+
+def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server_url: str, tmp_path: Path) -> None:
+    report = measure_ingest(write_demo_dataset(tmp_path / "demo.json"), limit=6)
+    assert report["passages"] == 5 and report["end_to_end_seconds"] > 0
+    one = report["one_document"]
+    assert one["seconds"] > 0 and one["full_build_seconds"] > report["end_to_end_seconds"]
+    # The share is of the unrounded times.
+    assert one["share_of_full_build"] == pytest.approx(one["seconds"] / one["full_build_seconds"], abs=1e-3)
+    assert {"documents", "entities_and_facts", "communities"} <= set(one["steps"])
+    assert set(one["graph_refresh"]) == set(REBUILDING)
+    assert all(figures["mode"] == "incremental" for figures in one["graph_refresh"].values())
+    assert all(one["checks"].values()), one["checks"]
+    assert any(line.startswith("  one more document into the built corpus: ") for line in render_ingest(report))
