@@ -122,4 +122,25 @@ def test_a_refresh_replaces_the_links_of_changed_text(database):
     report = refresh_title_links(database)
     with database.connection() as connection:
         assert connection.execute("SELECT count(*) FROM title_link").fetchone()[0] == 0
-    assert (report.links, report.replaced_links) == (0, 1)
+    assert (report.links, report.inserted, report.deleted) == (0, 0, 1)
+
+
+def test_a_refresh_writes_only_the_links_that_changed(database):
+    with database.connection() as connection:
+        _document(connection, "snow", "Hank Snow", "Hank Snow sang country songs.")
+        _document(connection, "heron", "Project Heron", "Project Heron ships in May.")
+        _document(connection, "memo", "Memo", "Hank Snow and Project Heron are both named here.")
+    refresh_title_links(database)
+    with database.connection() as connection:
+        kept_before = connection.execute("SELECT xmin::text FROM title_link WHERE linked_document_id = 'snow'").fetchone()
+        connection.execute("UPDATE document SET scopes = '{team-a}' WHERE id = 'heron'")
+        _document(connection, "notes", "Notes", "Project Heron slipped.")
+    report = refresh_title_links(database)
+    with database.connection() as connection:
+        kept_after = connection.execute("SELECT xmin::text FROM title_link WHERE linked_document_id = 'snow'").fetchone()
+        rows = connection.execute(
+            "SELECT chunk_id, linked_document_id, scopes FROM title_link ORDER BY chunk_id, linked_document_id"
+        ).fetchall()
+    assert kept_after == kept_before
+    assert rows == [("memo#0", "heron", ["team-a"]), ("memo#0", "snow", []), ("notes#0", "heron", ["team-a"])]
+    assert (report.links, report.inserted, report.deleted) == (3, 2, 1)

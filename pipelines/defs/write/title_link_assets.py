@@ -22,8 +22,9 @@ from pipelines.write.report import StepReport
 def title_links(context: dg.AssetExecutionContext, database: DatabaseResource) -> dg.MaterializeResult:
     step = StepReport(unit="chunks", preview_columns=("most linked document", "links"))
     links = refresh_title_links(database.get_database(), context.log.info)
-    step.inserted = links.links
-    step.deleted = links.replaced_links
+    step.inserted = links.inserted
+    step.deleted = links.deleted
+    step.unchanged = links.links - links.inserted
     step.rows = links.links
     step.processed = links.chunks
     step.preview_rows = links.most_linked

@@ -15,25 +15,42 @@ WHERE document.retracted_at IS NULL
 ORDER BY chunk.id
 """
 
-DELETE_TITLE_LINKS = "DELETE FROM title_link"
-
-# The links found in Python arrive by COPY, then take their scopes from both ends in one statement:
-# a link is readable by a caller who may read both its chunk and the page it names.
+# The links found in Python arrive by COPY and take their scopes from both ends: a link is readable
+# by a caller who may read both its chunk and the page it names. Only the difference is written, so
+# an ingest of one document leaves every other link's row alone.
 CREATE_FOUND_LINKS = """
 CREATE TEMPORARY TABLE found_title_link (
-    chunk_id text, document_id text, linked_document_id text, name text
+    chunk_id text, document_id text, linked_document_id text, name text, scopes text[]
 ) ON COMMIT DROP
 """
 
 COPY_FOUND_LINKS = "COPY found_title_link (chunk_id, document_id, linked_document_id, name) FROM STDIN"
 
-INSERT_FOUND_LINKS = """
+SCOPE_FOUND_LINKS = """
+UPDATE found_title_link AS found
+SET scopes = ARRAY(SELECT DISTINCT scope FROM unnest(chunk.scopes || linked.scopes) AS scope ORDER BY scope)
+FROM chunk, document AS linked
+WHERE chunk.id = found.chunk_id AND linked.id = found.linked_document_id
+"""
+
+DELETE_LOST_LINKS = """
+DELETE FROM title_link
+WHERE NOT EXISTS (
+    SELECT 1 FROM found_title_link AS found
+    WHERE found.document_id = title_link.document_id
+      AND found.chunk_id = title_link.chunk_id
+      AND found.linked_document_id = title_link.linked_document_id
+      AND found.name = title_link.name
+      AND found.scopes = title_link.scopes
+)
+"""
+
+INSERT_NEW_LINKS = """
 INSERT INTO title_link (chunk_id, document_id, linked_document_id, name, scopes)
-SELECT found.chunk_id, found.document_id, found.linked_document_id, found.name,
-       ARRAY(SELECT DISTINCT scope FROM unnest(chunk.scopes || linked.scopes) AS scope ORDER BY scope)
+SELECT found.chunk_id, found.document_id, found.linked_document_id, found.name, found.scopes
 FROM found_title_link AS found
-JOIN chunk ON chunk.id = found.chunk_id
-JOIN document AS linked ON linked.id = found.linked_document_id
+WHERE found.scopes IS NOT NULL
+ON CONFLICT (document_id, chunk_id, linked_document_id) DO NOTHING
 """
 
 MOST_LINKED_DOCUMENTS = """
