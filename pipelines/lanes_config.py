@@ -50,6 +50,10 @@ class Settings(StrictModel):
     rrf_k: int = Field(default=60, ge=1, description="Rank decay of the bridge hop's rankings: a chunk at rank r gains bridge_weight * rrf_k / (rrf_k + r).")
     find_per_document: int = Field(default=2, ge=1, description="At most this many source chunks per document.")
     bridge_seeds: int = Field(default=3, ge=0, description="Best first-fusion chunks whose named entities and titles the bridge hop follows.")
+    bridge_seed_share: float = Field(
+        default=0.6, ge=0, le=1,
+        description="A bridge seed's fused score must be at least this share of the best chunk's (0 follows every seed).",
+    )
     bridge_weight: float = Field(default=0.5, ge=0, description="Score the bridge hop adds to a linked chunk at the top of its ranking.")
     bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities and titles named in this many chunks or more (hubs).")
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")

@@ -91,6 +91,16 @@ def plant_world(database: Database) -> Database:
             plant.document("velmont", "Velmont Ashgrove Sessions (album)")
             plant.chunk("velmont", 0, "Tracked in a barn near Tarragona under Ines Quarry.", embed_as=UNRELATED)
 
+            # sources, bridge seeds: the question names the tower's page, the first hop by far; the
+            # foundry notes share one word with it and link to a page of their own, which a seed that
+            # weak must not bring in.
+            plant.document("tower", "Quarry Bell Tower")
+            plant.chunk("tower", 0, "Quarry Bell Tower was cast by Odile Marchetti.", embed_as=UNRELATED)
+            plant.document("foundry", "Foundry Notes")
+            plant.chunk("foundry", 0, "Every bell of the district came from Pellam Works.", embed_as=UNRELATED)
+            plant.document("pellam", "Pellam Works")
+            plant.chunk("pellam", 0, "Founded in 1870 near Leeds by two brothers.", embed_as=UNRELATED)
+
             # sources, title ranking by a page's name: the question names the title without its
             # qualifier; the chunk shares no word with the question, while a manifest shares one.
             plant.document("kestrel", "Kestrel Moorhen (steamship)")

@@ -101,6 +101,15 @@ def test_the_bridge_hop_follows_a_title_link_no_entity_mention_records(world, co
         refresh_title_links(world)
 
 
+def test_the_bridge_hop_follows_only_seeds_near_the_best_score(world, config):
+    question = "Who cast the bell of Quarry Bell Tower?"
+    sources = list(by_lane(ask(world, config, question), "sources"))
+    assert sources[0] == "chunk:tower#0" and "chunk:foundry#0" in sources
+    assert "chunk:pellam#0" not in sources
+    every_seed = config.model_copy(update={"settings": config.settings.model_copy(update={"bridge_seed_share": 0.0})})
+    assert "chunk:pellam#0" in by_lane(ask(world, every_seed, question), "sources")
+
+
 def test_the_bridge_hop_does_not_follow_a_hub_entity(world, config):
     # The guild is named in two chunks: a fanout of two makes it a hub.
     hubs_at_two = config.model_copy(update={"settings": config.settings.model_copy(update={"bridge_fanout": 2})})

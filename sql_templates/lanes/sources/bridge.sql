@@ -1,8 +1,11 @@
 -- Sources lane, bridge hop: the second hop of a multi-hop question ("the currency of the country
 -- the singer of X is from"). What the best :bridge_seeds chunks of the first fusion name leads on
--- along the graph, to chunks that rarely share words with the question: the entities they mention
--- (entity_mention) and the pages whose titles they name (title_link, a page's title being its main
--- entity). Names the question itself holds are its first hop, which the other rankings have already.
+-- along the graph, to chunks that rarely share words with the question. A seed must score at least
+-- :bridge_seed_share of the best chunk's fused score: when the question names a page, that page is
+-- the first hop, and the links of chunks far behind it would crowd out its own. The seeds lead on
+-- through the entities they mention (entity_mention) and the pages whose titles they name
+-- (title_link, a page's title being its main entity). Names the question itself holds are its
+-- first hop, which the other rankings have already.
 -- Two rankings join the fusion; a chunk at rank r of one gains :bridge_weight * rrf_k / (rrf_k + r),
 -- nearly the whole weight near the top, so the best linked page can rise between the seeds:
 --   titled: chunks of the pages a seed names (by title, or by an entity named like the title);
@@ -13,16 +16,20 @@
 --           not followed this way.
 -- Within each ranking, what the better seed leads to comes first, nearest the question first: the
 -- best seed is the likeliest first hop. Neither ranking returns to the seeds' own documents.
-WITH seed AS (
+WITH ranked_fuse AS (
     SELECT
         fuse.chunk_id,
-        chunk.document_id,
         fuse.score,
-        row_number() OVER (ORDER BY fuse.score DESC, fuse.chunk_id) AS rank
+        row_number() OVER (ORDER BY fuse.score DESC, fuse.chunk_id) AS rank,
+        max(fuse.score) OVER () AS best_score
     FROM fuse
-    JOIN chunk ON chunk.id = fuse.chunk_id
-    ORDER BY fuse.score DESC, fuse.chunk_id
-    LIMIT :bridge_seeds
+),
+seed AS (
+    SELECT ranked_fuse.chunk_id, chunk.document_id, ranked_fuse.score, ranked_fuse.rank
+    FROM ranked_fuse
+    JOIN chunk ON chunk.id = ranked_fuse.chunk_id
+    WHERE ranked_fuse.rank <= :bridge_seeds
+      AND ranked_fuse.score >= :bridge_seed_share * ranked_fuse.best_score
 ),
 seed_entity AS (
     SELECT entity_mention.entity_id, lower(entity_mention.name) AS name, min(seed.rank) AS seed_rank
