@@ -66,8 +66,9 @@ def test_a_title_named_without_its_qualifier_lifts_its_page_by_its_own_bonus(wor
         assert not next(c for c in result.candidates if c.evidence_id == "chunk:kestrel#0").direct
         return list(by_lane(result, "sources"))
 
-    assert sources_with(1.0).index("chunk:kestrel#0") < sources_with(1.0).index("chunk:manifest#0")
-    assert sources_with(0.0).index("chunk:kestrel#0") > sources_with(0.0).index("chunk:manifest#0")
+    lifted, flat = sources_with(1.0), sources_with(0.0)
+    assert lifted.index("chunk:kestrel#0") < lifted.index("chunk:manifest#0")
+    assert flat.index("chunk:kestrel#0") > flat.index("chunk:manifest#0")
 
 
 def test_the_bridge_hop_reaches_the_page_of_an_entity_the_named_document_mentions(world, config):

@@ -107,6 +107,25 @@ def embedded_tables(database: Database) -> list[str]:
         ]
 
 
+def read_every_relation(
+    connection: psycopg.Connection, planted: PlantedDatabase, relations: list[tuple[str, str]],
+    caller: frozenset[str], count: LeakCount,
+) -> None:
+    """Every scoped table and view as the caller reads it: nothing foreign, and from each table
+    everything the caller may read, or the policy is too tight."""
+    expected = planted.world.expected_counts(caller)
+    for name, kind in relations:
+        rows = connection.execute(
+            sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
+        ).fetchall()
+        count.queries += 1
+        for text, scopes in rows:
+            count.check_scopes(caller, scopes, name)
+            count.check_row(planted.world, caller, [text], name)
+        if kind != "v":
+            assert len(rows) == expected[name], (name, sorted(caller))
+
+
 def test_every_table_and_view_read_directly(planted: PlantedDatabase) -> None:
     count = LeakCount()
     relations = scoped_relations(planted.database)
@@ -114,19 +133,8 @@ def test_every_table_and_view_read_directly(planted: PlantedDatabase) -> None:
     assert planted_tables <= {name for name, kind in relations if kind != "v"}, "a table was not planted"
     for _ in range(CALLERS):
         caller = random_caller(planted.rng, planted.world)
-        expected = planted.world.expected_counts(caller)
         with planted.database.connection(sorted(caller)) as connection:
-            for name, kind in relations:
-                rows = connection.execute(
-                    sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
-                ).fetchall()
-                count.queries += 1
-                for text, scopes in rows:
-                    count.check_scopes(caller, scopes, name)
-                    count.check_row(planted.world, caller, [text], name)
-                # Not only nothing foreign: everything the caller may read, or the policy is too tight.
-                if kind != "v":
-                    assert len(rows) == expected[name], (name, sorted(caller))
+            read_every_relation(connection, planted, relations, caller, count)
     report(count, "direct reads")
 
 
@@ -189,20 +197,10 @@ def test_kept_confined_connections_pass_nothing_from_block_to_block(planted: Pla
     with Database(planted.database.url, max_size=3) as database:
         for step in range(CALLERS):
             caller = callers[int(planted.rng.integers(len(callers)))]
-            expected = planted.world.expected_counts(caller)
             with database.connection(sorted(caller)) as connection:
                 served[connection.info.backend_pid].add(caller)
                 blocks[connection.info.backend_pid] += 1
-                for name, kind in relations:
-                    rows = connection.execute(
-                        sql.SQL("SELECT to_jsonb(t)::text, t.scopes FROM {} AS t").format(sql.Identifier(name))
-                    ).fetchall()
-                    count.queries += 1
-                    for text, scopes in rows:
-                        count.check_scopes(caller, scopes, name)
-                        count.check_row(planted.world, caller, [text], name)
-                    if kind != "v":
-                        assert len(rows) == expected[name], (name, sorted(caller))
+                read_every_relation(connection, planted, relations, caller, count)
                 for statement in [*LEFT_BEHIND, ESCAPES[step % len(ESCAPES)].format(owner=owner)]:
                     try:
                         with connection.transaction():
