@@ -43,7 +43,7 @@ TITLE_EDGES = """
 SELECT chunk.id, entity.id
 FROM document
 JOIN chunk ON chunk.document_id = document.id
-JOIN entity ON entity.name_lower = document.title_lower
+JOIN entity ON lanegraph_fold_accents(entity.name_lower) = document.title_lower
 WHERE document.retracted_at IS NULL
 """
 PAGE_EDGES = """

@@ -108,6 +108,10 @@ def plant_world(database: Database) -> Database:
             plant.document("manifest", "Harbour Manifest")
             plant.chunk("manifest", 0, "Every cargo was weighed twice.", embed_as=UNRELATED)
 
+            # sources, title ranking with accents folded: the question writes the title without them.
+            plant.document("zoltan", "Zoltán Várkonyi Lighthouse")
+            plant.chunk("zoltan", 0, "Its lamp was first lit in 1893.", embed_as=UNRELATED)
+
             # sources, no title ranking: a title of one stopword names nothing, though questions hold it.
             plant.document("stopword", "in")
             plant.chunk("stopword", 0, "A page whose title is a stopword.", embed_as=UNRELATED)

@@ -52,6 +52,12 @@ def test_a_title_counts_only_as_whole_words(world, config):
     assert "chunk:corvane#0" not in by_lane(result, "sources")
 
 
+def test_a_title_named_without_its_accents_is_named(world, config):
+    for question in ("When was the Zoltan Varkonyi Lighthouse lit?", "When was the Zoltán Várkonyi Lighthouse lit?"):
+        zoltan = next(c for c in ask(world, config, question).candidates if c.evidence_id == "chunk:zoltan#0")
+        assert zoltan.direct
+
+
 def test_a_title_of_one_stopword_names_nothing(world, config):
     result = ask(world, config, "What did the Corvane Cold Chain Audit conclude in the end?")
     assert "chunk:stopword#0" not in by_lane(result, "sources")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipelines.accents import fold_accents
 from pipelines.write.graph.title_links import TitleIndex, linkable, links_of_chunk, refresh_title_links
 
 # (document id, page name): the names the database gives "Green (Steve Hillage album)" and
@@ -15,6 +16,7 @@ NAMES = [
     ("nashville", "Nashville, Tennessee"),
     ("ac", "AC"),
     ("ipsum", "lorem ipsum"),
+    ("tekeze", "Tekezé River"),
 ]
 INDEX = TitleIndex.of(NAMES)
 
@@ -30,6 +32,28 @@ def test_a_page_is_named_by_its_title_without_the_qualifier(database):
             connection.execute("INSERT INTO document (id, title, body, content_hash) VALUES (%s, %s, '', 'h')", (id, title))
         names = connection.execute("SELECT title_name, title_name_lower FROM document ORDER BY id").fetchall()
     assert names == [("Green", "green"), ("Nashville, Tennessee", "nashville, tennessee"), ("Brother (song)", "brother (song)")]
+
+
+ACCENTED = ["Aschenbrödel", "Tekezé River", "Akinoshū Kenji", "Łódź", "Straße", "ﬁnal Ø", "Cañón", "한국", "plain"]
+
+
+def test_the_database_folds_accents_exactly_as_python_does(database):
+    with database.connection() as connection:
+        folded = [row[0] for row in connection.execute(
+            "SELECT lanegraph_fold_accents(name) FROM unnest(%s::text[]) WITH ORDINALITY AS t(name, n) ORDER BY n",
+            (ACCENTED,),
+        )]
+    assert folded == [fold_accents(name) for name in ACCENTED]
+    assert folded[:3] == ["Aschenbrodel", "Tekeze River", "Akinoshu Kenji"]
+
+
+def test_title_lookup_keys_are_lower_case_with_accents_folded(database):
+    with database.connection() as connection:
+        connection.execute(
+            "INSERT INTO document (id, title, body, content_hash) VALUES ('a', 'Tekezé River (Ethiopia)', '', 'h')"
+        )
+        keys = connection.execute("SELECT title_lower, title_name_lower FROM document").fetchone()
+    assert keys == ("tekeze river (ethiopia)", "tekeze river")
 
 
 def test_a_one_word_name_of_a_stopword_is_not_distinctive(database):
@@ -58,6 +82,12 @@ def test_a_chunk_links_to_every_page_whose_title_it_names():
 def test_a_possessive_names_the_page():
     links = links_of_chunk(INDEX, "album#0", "album", "Hank Snow’s first hit and Hank Snow's last.")
     assert [(link.linked_document_id, link.name) for link in links] == [("hank", "hank snow")]
+
+
+@pytest.mark.parametrize("text", ["It joins the Tekezé River.", "It joins the Tekeze River."])
+def test_a_name_links_with_or_without_its_accents(text):
+    links = links_of_chunk(INDEX, "atbarah#0", "atbarah", text)
+    assert [(link.linked_document_id, link.name) for link in links] == [("tekeze", "tekeze river")]
 
 
 def test_a_name_shared_by_several_titles_links_to_each():

@@ -5,7 +5,8 @@ names it points at the page, as a hyperlink would. The small extraction model mi
 names (songs, albums, works, unusual spellings), so the titles themselves are looked up in the
 text: a page is named by its title without the parenthesised qualifier ("Green", the database's
 `document.title_name`), matched as whole words with their capitals, since lower-case words
-("green") are ordinary words, not names.
+("green") are ordinary words, not names, and with accents folded on both sides ("Tekeze River" names
+"Tekezé River"), the name stored folded in lower case, as the title lookup keys are.
 
 The set of titles is corpus-wide (a new page makes every chunk that names it link to it), so every
 refresh scans every chunk; the scan is cheap (about 2,500 chunks a second), and only the links that
@@ -18,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pipelines.accents import fold_accents
 from pipelines.resources.database import Database
 from pipelines.write.graph import title_link_sql as q
 from pipelines.write.progress import Log, silent, step_progress
@@ -40,13 +42,14 @@ def linkable(name: str) -> bool:
 
 
 def name_tokens(text: str) -> tuple[str, ...]:
-    """The text's tokens, a possessive's "'s" dropped: "Pearl Jam's second album" names Pearl Jam."""
-    return tuple(POSSESSIVE.sub("", token) for token in TOKEN.findall(text))
+    """The text's tokens, accents folded and a possessive's "'s" dropped: "Pearl Jam's second album"
+    names Pearl Jam."""
+    return tuple(POSSESSIVE.sub("", token) for token in TOKEN.findall(fold_accents(text)))
 
 
 @dataclass(frozen=True)
 class TitleIndex:
-    """Every linkable title's tokens, with its name in lower case and the documents it titles."""
+    """Every linkable title's tokens, with its name (folded, in lower case) and the documents it titles."""
 
     documents: Mapping[tuple[str, ...], tuple[str, tuple[str, ...]]]
     # The token counts of the titles starting with each token, longest first: a text is scanned
@@ -62,7 +65,7 @@ class TitleIndex:
             if linkable(name):
                 tokens = name_tokens(name)
                 documents.setdefault(tokens, []).append(document_id)
-                names.setdefault(tokens, name.lower())
+                names.setdefault(tokens, fold_accents(name.lower()))
         lengths: dict[str, set[int]] = {}
         for tokens in documents:
             lengths.setdefault(tokens[0], set()).add(len(tokens))
@@ -72,7 +75,7 @@ class TitleIndex:
         )
 
     def named_in(self, text: str) -> dict[str, tuple[str, ...]]:
-        """The titles the text names, as the lower-case name, with the documents they title."""
+        """The titles the text names, by their folded lower-case name, with the documents they title."""
         tokens = name_tokens(text)
         named: dict[str, tuple[str, ...]] = {}
         for start, token in enumerate(tokens):

@@ -5,7 +5,8 @@
 -- the first hop, and the links of chunks far behind it would crowd out its own. The seeds lead on
 -- through the entities they mention (entity_mention) and the pages whose titles they name
 -- (title_link, a page's title being its main entity). Names the question itself holds are its
--- first hop, which the other rankings have already.
+-- first hop, which the other rankings have already. Titles and title links are looked up with
+-- their accents folded (0068), as the question's terms also are.
 -- Two rankings join the fusion; a chunk at rank r of one gains :bridge_weight * rrf_k / (rrf_k + r),
 -- nearly the whole weight near the top, so the best linked page can rise between the seeds:
 --   titled: chunks of the pages a seed names (by title, or by an entity named like the title);
@@ -83,7 +84,7 @@ linked AS (
         FROM seed_entity
         GROUP BY seed_entity.name
     ) AS linked_name
-    JOIN document ON document.title_lower = linked_name.name
+    JOIN document ON document.title_lower = lanegraph_fold_accents(linked_name.name)
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
     UNION ALL
