@@ -112,6 +112,15 @@ def plant_world(database: Database) -> Database:
             plant.document("zoltan", "Zoltán Várkonyi Lighthouse")
             plant.chunk("zoltan", 0, "Its lamp was first lit in 1893.", embed_as=UNRELATED)
 
+            # sources, page diversity: two documents of one page, both titled in the question, and
+            # a third page only BM25 finds; the second document of the page yields it one place.
+            plant.document("ferrow-a", "Ferrow Glassworks")
+            plant.chunk("ferrow-a", 0, "The works opened beside the canal in 1822.", embed_as=UNRELATED)
+            plant.document("ferrow-b", "Ferrow Glassworks")
+            plant.chunk("ferrow-b", 0, "Its furnaces were rebuilt after the flood.", embed_as=UNRELATED)
+            plant.document("barge", "Canal Barge Ledger")
+            plant.chunk("barge", 0, "Crates of zandolite left by barge every spring.", embed_as=UNRELATED)
+
             # sources, no title ranking: a title of one stopword names nothing, though questions hold it.
             plant.document("stopword", "in")
             plant.chunk("stopword", 0, "A page whose title is a stopword.", embed_as=UNRELATED)

@@ -77,6 +77,17 @@ def test_a_title_named_without_its_qualifier_lifts_its_page_by_its_own_bonus(wor
     assert flat.index("chunk:kestrel#0") > flat.index("chunk:manifest#0")
 
 
+def test_a_second_document_of_a_page_yields_one_place_to_the_next_page(world, config):
+    result = ask(world, config, "Where did the Ferrow Glassworks ship its zandolite?")
+    sources = [c for c in result.candidates if c.lane == "sources"]
+    order = [c.evidence_id for c in sources]
+    assert order[:3] in (
+        ["chunk:ferrow-a#0", "chunk:barge#0", "chunk:ferrow-b#0"],
+        ["chunk:ferrow-b#0", "chunk:barge#0", "chunk:ferrow-a#0"],
+    )
+    assert sources[0].direct and sources[2].direct and not sources[1].direct
+
+
 def test_the_bridge_hop_reaches_the_page_of_an_entity_the_named_document_mentions(world, config):
     question = "Who is the spouse of the singer of Lighthouse Hymn?"
     sources = by_lane(ask(world, config, question), "sources")
