@@ -78,7 +78,8 @@ class PageSubject:
         if pronoun in PERSON_PRONOUNS:
             return self.kind in {None, "person"}
         if pronoun in THING_PRONOUNS:
-            return self.kind != "person"
+            # Unknown, the kind a name's form suggests decides: "it" never means "Odile Marchetti".
+            return (self.kind or guess_kind(self.name)) != "person"
         return pronoun in EITHER_PRONOUNS
 
     def rival(self, pronoun_or_noun: str, earlier: Iterable[Mention]) -> bool:

@@ -126,7 +126,7 @@ def _mention(span) -> Mention | None:
     return mention if mention.name else None
 
 
-def _declared_acronym(span) -> str | None:
+def _declared_acronym(span, mention: Mention) -> str | None:
     """The acronym a name declares in parentheses, inside the tagger's span or right after it."""
     declared = DECLARED_ACRONYM.match(span.text)
     if declared:
@@ -135,7 +135,7 @@ def _declared_acronym(span) -> str | None:
     after = doc[span.end : span.end + 3]
     if len(after) == 3 and after[0].text == "(" and after[2].text == ")" and DECLARED_ACRONYM.match(f"x ({after[1].text})"):
         # Initials of the name's capitalised words: "(FBI)" after "Federal Bureau of Investigation".
-        initials = "".join(word[0] for word in span.text.split() if word[0].isupper())
+        initials = "".join(word[0] for word in mention.name.split() if word[0].isupper())
         if after[1].text.replace(".", "").upper() == initials.upper():
             return after[1].text
     return None
@@ -181,7 +181,7 @@ class _Sentence:
             self.mentions.append(mention)
             for token in span:
                 self.mention_at[token.i] = mention
-            acronym = _declared_acronym(span)
+            acronym = _declared_acronym(span, mention)
             if acronym:
                 self.aliases.append((acronym, mention))
         if page is not None:
@@ -403,8 +403,8 @@ class _Sentence:
         page = self.page
         if page is None:
             return
-        named = [self.mention_at[t.i] for t in subject_tokens if t.i in self.mention_at]
-        if not any(m.normalized_name == page.normalized_name for m in named):
+        named = [self.mention_at.get(t.i) or self._untagged_proper_noun(t) for t in subject_tokens]
+        if not any(m is not None and m.normalized_name == page.normalized_name for m in named):
             return
         for child in verb.children:
             if child.dep_ == "attr" and child.pos_ == "NOUN":
