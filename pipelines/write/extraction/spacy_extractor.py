@@ -5,8 +5,10 @@ Entities are spaCy's named spans mapped to our kinds, with rules where the small
 "Porto assembly plant" a place. Facts come from the dependency parse of each sentence:
 subject–verb–object ("Tomasz Wielgus leads Project Heron"), verb–preposition ("Heron depends on
 Tessel"), copula roles ("Saoirse Dunne is the mentor of Lucia Ferraro") and copula states
-("Project Lantern is paused" -> status "paused"). A clause whose subject is not an entity, or that
-is negated, yields no fact.
+("Project Lantern is paused" -> status "paused"), appositions ("Paris, the capital of France," ->
+capital_of) and possessive roles ("France's capital is Paris" -> Paris capital_of France). The
+page's subject, named by the chunk's title, stands behind its pronouns and short references
+(`page_subject`). A clause whose subject is not an entity, or that is negated, yields no fact.
 """
 
 from __future__ import annotations
