@@ -41,7 +41,7 @@ STEPS = ("documents", "chunks", "chunk_embeddings", "bm25_index")
 # rows they recomputed and kept.
 REST_OF_BUILD = ("entities_and_facts", "entity_graph", "communities", "entity_profiles", "raptor_levels")
 REBUILDING = ("communities", "entity_profiles", "raptor_levels")
-# What the full build's graph looks like (issue 13: can it carry a hop?), from entity_graph's metadata.
+# Whether the full build's graph can carry a hop from chunk to chunk, from entity_graph's metadata.
 GRAPH_FIGURES = (
     "entities", "relation_facts", "entities_per_chunk", "single_chunk_entity_share", "entity_edges_per_entity",
 )

@@ -1,4 +1,4 @@
-"""Issue 13's graph that can carry a hop, on sentences written for these tests and the real spaCy
+"""A graph that can carry a hop, on sentences written for these tests and the real spaCy
 model: a page's subject behind its pronouns and short references, appositions and possessives as
 relations, encyclopedic verb edges between two entities, and other names of one entity folded
 into it; and the facts reaching the database through the real entities_and_facts asset."""

@@ -64,7 +64,7 @@ SELECT
                   / greatest((SELECT count(*) FROM entity), 1), 3)::float8
        FROM live_fact WHERE object_id IS NOT NULL AND subject_id <> object_id) AS entity_edges_per_entity
 FROM (
-    -- Issue 13's figures of a graph that can carry a hop: entities a chunk names, and how many
+    -- Whether the graph can carry a hop from chunk to chunk: entities a chunk names, and how many
     -- entities no second chunk names (a hop cannot pass through those).
     SELECT round(coalesce(sum(chunks), 0)::numeric / greatest((SELECT count(*) FROM chunk), 1), 3)::float8
                AS entities_per_chunk,
