@@ -41,6 +41,10 @@ STEPS = ("documents", "chunks", "chunk_embeddings", "bm25_index")
 # rows they recomputed and kept.
 REST_OF_BUILD = ("entities_and_facts", "entity_graph", "communities", "entity_profiles", "raptor_levels")
 REBUILDING = ("communities", "entity_profiles", "raptor_levels")
+# Whether the full build's graph can carry a hop from chunk to chunk, from entity_graph's metadata.
+GRAPH_FIGURES = (
+    "entities", "relation_facts", "entities_per_chunk", "single_chunk_entity_share", "entity_edges_per_entity",
+)
 ONE_DOCUMENT_TARGET_SHARE = 0.05
 
 
@@ -156,6 +160,7 @@ def measure_one_document(
         "share_of_full_build": round(seconds / full_build, 4),
         "target_share": ONE_DOCUMENT_TARGET_SHARE,
         "full_build_steps": _step_seconds(built, REST_OF_BUILD),
+        "graph": {name: built.assets["entity_graph"].get(name) for name in GRAPH_FIGURES},
         "steps": _step_seconds(added, [*STEPS, *REST_OF_BUILD]),
         "graph_refresh": {
             name: {key: added.assets[name][key] for key in ("mode", "recomputed", "kept", "removed")}

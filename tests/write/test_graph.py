@@ -199,6 +199,26 @@ def test_graph_assets_and_checks_pass(demo: DemoGraph) -> None:
     assert demo.first.assets["raptor_levels"]["roots"] <= SETTINGS.raptor.root_count
 
 
+def test_entity_graph_reports_how_well_it_connects_chunks(demo: DemoGraph) -> None:
+    figures = demo.first.assets["entity_graph"]
+    [(pairs, chunks, single, entities, edges)] = rows(
+        demo.database,
+        """
+        SELECT (SELECT count(DISTINCT (entity_id, chunk_id)) FROM entity_mention),
+               (SELECT count(*) FROM chunk),
+               (SELECT count(*) FROM (SELECT entity_id FROM entity_mention GROUP BY entity_id
+                                      HAVING count(DISTINCT chunk_id) = 1) one),
+               (SELECT count(DISTINCT entity_id) FROM entity_mention),
+               (SELECT count(DISTINCT (least(subject_id, object_id), greatest(subject_id, object_id)))
+                FROM live_fact WHERE object_id IS NOT NULL AND object_id <> subject_id)
+        """,
+    )
+    assert figures["entities_per_chunk"] == pytest.approx(pairs / chunks, abs=1e-3)
+    assert figures["single_chunk_entity_share"] == pytest.approx(single / entities, abs=1e-3)
+    assert figures["entity_edges_per_entity"] == pytest.approx(edges / figures["entities"], abs=1e-3)
+    assert 0 < figures["single_chunk_entity_share"] < 1
+
+
 def test_degrees_count_live_facts(demo: DemoGraph) -> None:
     [(mismatched,)] = rows(
         demo.database,

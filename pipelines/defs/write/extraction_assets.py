@@ -22,7 +22,8 @@ from pipelines.write.report import StepReport
     kinds={"postgres", "spacy"},
     description=(
         "Typed entities and sentence-grounded subject-predicate-object facts of each document: "
-        "entities resolved by normalised name and kind (near-duplicates merged into aliases), "
+        "entities resolved by normalised name and kind (near-duplicates, declared acronyms and lone "
+        "surnames merged into aliases), the page's subject behind its pronouns and short references, "
         "identical statements kept once, superseded states closed bitemporally."
     ),
 )

@@ -64,8 +64,7 @@ def entity_graph(context: dg.AssetExecutionContext, database: DatabaseResource, 
         + graph.kinds_embedded
     )
     step.deleted = graph.orphans_deleted
-    step.rows = graph.statistics["entities"]
-    step.processed = graph.statistics["entities"]
+    step.rows = step.processed = int(graph.statistics["entities"])
     step.preview_rows = [(name, kind, degree, aliases or 0) for name, kind, degree, aliases in graph.top_entities]
     values = step.finish().metadata()
     values.update(graph.statistics)

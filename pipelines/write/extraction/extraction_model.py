@@ -51,6 +51,11 @@ class ExtractedFact:
 class ChunkText:
     id: str
     text: str
+    # The page the chunk comes from: its title without the parenthesised qualifier
+    # (`document.title_name`), and the qualifier ("Steve Hillage album"). The title names the
+    # page's main entity, which the page's pronouns and short references mean.
+    title_name: str = ""
+    title_qualifier: str = ""
 
 
 @dataclass
@@ -60,3 +65,6 @@ class ChunkExtraction:
     facts: list[ExtractedFact] = field(default_factory=list)
     # Kinds the text states outright ("X is an engineer"), weighed above the tagger's guesses.
     kind_hints: list[Mention] = field(default_factory=list)
+    # Other names the text declares for an entity ("Federal Bureau of Investigation (FBI)"):
+    # (the other name, the entity it names).
+    aliases: list[tuple[str, Mention]] = field(default_factory=list)

