@@ -486,7 +486,8 @@ def size_report(
             "generic_matches_custom": latency.generic_matches_custom,
         },
         "latency": {name: summary.as_dict() for name, summary in summaries.items()},
-        "corpus": {"shape": load.shape, "rows": load.table_rows, "load_seconds": load.load_seconds},
+        "corpus": {"shape": load.shape, "rows": load.table_rows},
+        "load_seconds": load.load_seconds,
         "index_build_seconds": {build.name: build.seconds for build in load.index_builds},
         "hnsw_build_seconds": sum(build.seconds for build in hnsw_builds),
         "index_build_total_seconds": sum(build.seconds for build in load.index_builds),
@@ -495,15 +496,24 @@ def size_report(
 
 
 def scaling(reports: Sequence[dict]) -> list[dict]:
-    """Growth per 10x corpus between consecutive sizes, for latency and for index build time."""
+    """Growth between consecutive sizes, for latency, load and index build time: as measured (the
+    larger size's figure over the smaller's) and per 10x corpus, so steps of any width compare."""
     steps = []
     for smaller, larger in zip(reports, reports[1:], strict=False):
         def growth(key: str, smaller=smaller, larger=larger) -> float:
             return growth_per_decade(smaller["chunks"], smaller[key], larger["chunks"], larger[key])
 
+        def measured(key: str, smaller=smaller, larger=larger) -> float:
+            return ratio(larger[key], smaller[key])
+
         steps.append({
             "from_chunks": smaller["chunks"],
             "to_chunks": larger["chunks"],
+            "find_p50_growth": measured("find_p50_ms"),
+            "find_p95_growth": measured("find_p95_ms"),
+            "floor_p50_growth": measured("floor_p50_ms"),
+            "load_growth": measured("load_seconds"),
+            "index_build_growth": measured("index_build_total_seconds"),
             "find_p50_growth_per_10x": growth("find_p50_ms"),
             "find_p95_growth_per_10x": growth("find_p95_ms"),
             "floor_p50_growth_per_10x": growth("floor_p50_ms"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # The performance targets the product sets itself, shown beside the measured figures.
@@ -82,16 +82,32 @@ def render_table(report: Mapping) -> str:
     for probe, figures in report["floor"].items():
         lines.append(f"  {probe:<15} {_ms(figures['p50_ms']):>7}   {_ms(figures['server_p50_ms']):>11}")
     lines += ["", f"  index builds: HNSW {report['hnsw_build_seconds']:.1f} s, all {report['index_build_total_seconds']:.1f} s"]
+    if len(report.get("sizes", [])) > 1:
+        lines += ["", *render_sizes(report["sizes"])]
     for step in report.get("scaling", []):
         growth = step["find_p50_growth_per_10x"]
         lines.append(
-            f"  {step['from_chunks']:,} → {step['to_chunks']:,} chunks, growth per 10×: find p50 {_x(growth)} "
-            f"{_verdict('find_p50_growth_per_10x', growth)}, floor {_x(step['floor_p50_growth_per_10x'])}, "
-            f"HNSW build {_x(step['hnsw_build_growth_per_10x'])}"
+            f"  {step['from_chunks']:,} → {step['to_chunks']:,} chunks: find p50 {_x(step['find_p50_growth'])}, "
+            f"p95 {_x(step['find_p95_growth'])}, floor {_x(step['floor_p50_growth'])}, load "
+            f"{_x(step['load_growth'])}, index builds {_x(step['index_build_growth'])}; per 10×: find p50 "
+            f"{_x(growth)} {_verdict('find_p50_growth_per_10x', growth)}, floor "
+            f"{_x(step['floor_p50_growth_per_10x'])}, HNSW build {_x(step['hnsw_build_growth_per_10x'])}"
         )
     if "ingest" in report:
         lines += ["", *render_ingest(report["ingest"])]
     return "\n".join(lines)
+
+
+def render_sizes(sizes: Sequence[Mapping]) -> list[str]:
+    """One row per corpus size: what loading it cost and what find and its floor cost on it."""
+    lines = ["      chunks    load s   index s    HNSW s   find p50 / p95   floor p50   find/floor"]
+    for size in sizes:
+        lines.append(
+            f"  {size['chunks']:>10,} {size['load_seconds']:>9.1f} {size['index_build_total_seconds']:>9.1f} "
+            f"{size['hnsw_build_seconds']:>9.1f} {_ms(size['find_p50_ms']):>10} / {_ms(size['find_p95_ms']):<6}"
+            f"{_ms(size['floor_p50_ms']):>10}   {_x(size['find_vs_floor']):>10}"
+        )
+    return lines
 
 
 def render_ingest(ingest: Mapping) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from pipelines.bench.harness import BenchOptions, run_benchmark
 from pipelines.bench.report import render_table, write_json
 from pipelines.cli import main
+from pipelines.cli.bench import parse_sizes
 from pipelines.config import load_config
 from tests import REPOSITORY
 from pipelines.resources.database import connect
@@ -52,7 +53,14 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     assert written["checks"] == {"roundtrips_match_single": True, "generic_matches_custom": True}
     assert set(written["planning"]["find"]) == {"auto", "force_generic_plan", "force_custom_plan"}
     assert [size["chunks"] for size in written["sizes"]] == [120, 200]
-    assert written["scaling"][0]["from_chunks"] == 120 and written["scaling"][0]["find_p50_growth_per_10x"] > 0
+    step = written["scaling"][0]
+    assert step["from_chunks"] == 120 and step["to_chunks"] == 200 and step["find_p50_growth_per_10x"] > 0
+    for key in ("find_p50_growth", "find_p95_growth", "floor_p50_growth", "load_growth", "index_build_growth"):
+        assert isinstance(step[key], (int, float)) and step[key] > 0, key
+    assert step["find_p50_growth"] == pytest.approx(written["find_p50_ms"] / written["sizes"][0]["find_p50_ms"])
+    assert all(size["load_seconds"] > 0 for size in written["sizes"])
+    # The keys the loader adds after the COPY are timed like the indexes, and are back afterwards.
+    assert {"bm25_posting_pkey", "entity_mention_pkey"} <= set(written["index_build_seconds"])
     assert "chunk_embedding_hnsw" in written["index_build_seconds"]
     # The bridge hop reads entity_mention: a corpus without mentions would time it doing nothing.
     assert written["corpus"]["rows"]["entity_mention"] >= written["chunks"]
@@ -61,12 +69,19 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     variant = written["variants"]["no_bridges"]
     assert variant["p50_ms"] > 0 and variant["vs_find"] == pytest.approx(variant["p50_ms"] / written["find_p50_ms"])
     assert written["latency"]["find@no_bridges"]["samples"] == written["latency"]["find"]["samples"]
-    assert "find, one statement" in render_table(written) and "no_bridges settings" in render_table(written)
+    rendered = render_table(written)
+    assert "find, one statement" in rendered and "no_bridges settings" in rendered
+    assert "120 → 200 chunks: find p50" in rendered and "load s" in rendered
     with connect(server_url, autocommit=True) as connection:
         left = connection.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
         ).fetchone()[0]
     assert left == 0, "the benchmark drops its corpus schemas unless asked to keep them"
+
+
+def test_sizes_take_k_and_m_suffixes() -> None:
+    assert parse_sizes("10k,100k,1m") == (10_000, 100_000, 1_000_000)
+    assert parse_sizes("1M") == (1_000_000,)
 
 
 def test_a_size_below_the_minimum_is_one_line_and_exit_status_2(capsys) -> None:
