@@ -11,9 +11,13 @@ is negated, yields no fact.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 import threading
+import weakref
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 from pipelines.errors import ConfigError
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
@@ -48,6 +52,9 @@ STATE_ENTRY_VERBS = {"enter", "reach"}
 # "Project Lantern remains paused": a linking verb with an adjective states a state like "is" does.
 LINKING_VERBS = {"remain", "stay", "become", "seem"}
 CLAUSE_SKIPPED = {"relcl", "acl", "pcomp", "csubj"}
+# Chunks a worker parses per task: enough to fill spaCy's batches, few enough that both workers
+# stay busy to the end of a call.
+CHUNKS_PER_TASK = 32
 
 _nlp = None
 _nlp_lock = threading.Lock()
@@ -373,24 +380,54 @@ class _Sentence:
 
 
 class SpacyExtractor:
-    """Typed entities and sentence-grounded facts from spaCy's parse; the same input gives the same output."""
+    """Typed entities and sentence-grounded facts from spaCy's parse; the same input gives the same output.
+
+    A call with more chunks than one task holds parses them in worker processes, one per core, so
+    the process that writes the graph is free to write meanwhile. Workers are spawned, not forked:
+    the calling process has usually loaded torch, whose threads a fork can leave deadlocked. They
+    load spaCy once and live as long as the extractor (about one asset run).
+    """
 
     name = "spacy"
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, workers: int | None = None, chunks_per_task: int = CHUNKS_PER_TASK) -> None:
         self.batch_size = batch_size
+        self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
+        self.chunks_per_task = chunks_per_task
+        self._pool: ProcessPoolExecutor | None = None
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
-        nlp = _pipeline()
-        paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
-        results = [ChunkExtraction(chunk.id) for chunk in chunks]
-        docs = nlp.pipe((text for _, text in paragraphs), batch_size=self.batch_size)
-        for (index, _), doc in zip(paragraphs, docs):
-            for sentence in doc.sents:
-                parsed = _Sentence(sentence)
-                # Facts first: reading the clauses can name entities the tagger missed.
-                results[index].facts.extend(parsed.facts())
-                results[index].mentions.extend(parsed.mentions)
-                results[index].kind_hints.extend(parsed.kind_hints)
-        return results
+        if self.workers < 2 or len(chunks) <= self.chunks_per_task:
+            return _extract_chunks(chunks, self.batch_size)
+        tasks = [chunks[start : start + self.chunks_per_task] for start in range(0, len(chunks), self.chunks_per_task)]
+        pool = self._worker_pool()
+        return [
+            extraction
+            for extractions in pool.map(_extract_chunks, tasks, [self.batch_size] * len(tasks))
+            for extraction in extractions
+        ]
 
+    def _worker_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # No initializer: a worker loads spaCy with its first task, so a missing model surfaces
+            # as the task's ConfigError rather than as a broken pool.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            # Shut down with the extractor, so a long-lived process keeps no idle parsers around.
+            weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+        return self._pool
+
+
+def _extract_chunks(chunks: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
+    """The extraction of `chunks`, in this process; a worker runs it on its share of a call."""
+    nlp = _pipeline()
+    paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
+    results = [ChunkExtraction(chunk.id) for chunk in chunks]
+    docs = nlp.pipe((text for _, text in paragraphs), batch_size=batch_size)
+    for (index, _), doc in zip(paragraphs, docs):
+        for sentence in doc.sents:
+            parsed = _Sentence(sentence)
+            # Facts first: reading the clauses can name entities the tagger missed.
+            results[index].facts.extend(parsed.facts())
+            results[index].mentions.extend(parsed.mentions)
+            results[index].kind_hints.extend(parsed.kind_hints)
+    return results
