@@ -50,3 +50,8 @@ def test_parallel_extraction_writes_what_serial_extraction_writes(make_database)
     assert all(expected.values()), "the demo corpus names entities and states facts"
     assert graph(parallel) == expected
     assert parallel_report == serial_report
+
+
+def test_no_documents_extract_nothing(database: Database) -> None:
+    report = extract_documents(database, SpacyExtractor(), [], MERGE_SIMILARITY)
+    assert report.documents == {} and report.missing == []

@@ -60,10 +60,10 @@ def extract_documents(
     written = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=STEP) as ahead:
         upcoming = [ahead.submit(_extract_batch, database, extractor, batch) for batch in batches[:1]]
-        for following in [*batches[1:], None]:
+        for index in range(len(batches)):
             extracted = upcoming.pop().result()
-            if following is not None:
-                upcoming.append(ahead.submit(_extract_batch, database, extractor, following))
+            if index + 1 < len(batches):
+                upcoming.append(ahead.submit(_extract_batch, database, extractor, batches[index + 1]))
             _write_batch(database, extracted, merge_similarity, report)
             written += len(extracted.document_ids)
             advance(written)
