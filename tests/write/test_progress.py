@@ -13,10 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import pytest
 
 from pipelines.write import progress
-from pipelines.write.progress import MAX_SILENT_SECONDS, MIN_LOG_SECONDS, StepProgress, listening, step_progress
+from pipelines.write.progress import (
+    EMBED_SLICE,
+    MAX_SILENT_SECONDS,
+    MIN_LOG_SECONDS,
+    StepProgress,
+    embed_showing_progress,
+    listening,
+    step_progress,
+)
 from tests import REPOSITORY
 
 DEMO = REPOSITORY / "pipelines" / "demo_corpus" / "documents"
@@ -140,3 +149,20 @@ def test_ingest_shows_progress_with_counts_and_rate_on_stderr_and_in_the_run_log
         "entity_profiles", "raptor_levels level 1",
     }
     assert all(RATE.search(match["rest"]) for match in in_run_log if match)
+
+
+def test_embedding_slices_hold_texts_of_one_length_and_vectors_come_back_in_the_given_order() -> None:
+    texts = [("word " * (index % 7 + 1)).strip() + f" {index}" for index in range(3 * EMBED_SLICE)]
+    slices: list[list[str]] = []
+
+    def embed(batch):
+        slices.append(list(batch))
+        return np.array([[len(text), texts.index(text)] for text in batch], dtype=np.float32)
+
+    done: list[int] = []
+    vectors = embed_showing_progress(embed, texts, done.append, done_before=10)
+
+    assert vectors.tolist() == [[len(text), index] for index, text in enumerate(texts)]
+    lengths = [len(text) for batch in slices for text in batch]
+    assert lengths == sorted(lengths, reverse=True)
+    assert done == [10 + EMBED_SLICE, 10 + 2 * EMBED_SLICE, 10 + 3 * EMBED_SLICE]

@@ -13,9 +13,13 @@ page's subject, named by the chunk's title, stands behind its pronouns and short
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 import threading
+import weakref
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 from pipelines.errors import ConfigError
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
@@ -59,6 +63,9 @@ REFERENCE_DEPS = SUBJECTS | {"dobj", "pobj", "poss"}
 # "Federal Bureau of Investigation (FBI)": a name declaring its acronym, which the tagger often
 # swallows into the span.
 DECLARED_ACRONYM = re.compile(r"^(?P<name>.+?)\s*\((?P<acronym>[A-Z][A-Za-z.&]{1,9})\)?$")
+# Chunks a worker parses per task: enough to fill spaCy's batches, few enough that both workers
+# stay busy to the end of a call.
+CHUNKS_PER_TASK = 32
 
 _nlp = None
 _nlp_lock = threading.Lock()
@@ -526,27 +533,73 @@ class _Sentence:
 
 
 class SpacyExtractor:
-    """Typed entities and sentence-grounded facts from spaCy's parse; the same input gives the same output."""
+    """Typed entities and sentence-grounded facts from spaCy's parse; the same input gives the same output.
+
+    A call with more chunks than one task holds parses them in worker processes, one per core, so
+    the process that writes the graph is free to write meanwhile. Workers are spawned, not forked:
+    the calling process has usually loaded torch, whose threads a fork can leave deadlocked. They
+    load spaCy once and live as long as the extractor (about one asset run).
+    """
 
     name = "spacy"
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, workers: int | None = None, chunks_per_task: int = CHUNKS_PER_TASK) -> None:
         self.batch_size = batch_size
+        self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
+        self.chunks_per_task = chunks_per_task
+        self._pool: ProcessPoolExecutor | None = None
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
-        nlp = _pipeline()
-        paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
-        results = [ChunkExtraction(chunk.id) for chunk in chunks]
-        docs = nlp.pipe((text for _, text in paragraphs), batch_size=self.batch_size)
-        pages = PageSubjects()
-        for (index, _), doc in zip(paragraphs, docs):
-            page = pages.of(chunks[index])
-            for sentence in doc.sents:
-                parsed = _Sentence(sentence, page)
-                # Facts first: reading the clauses can name entities the tagger missed.
-                results[index].facts.extend(parsed.facts())
-                results[index].mentions.extend(parsed.mentions)
-                results[index].kind_hints.extend(parsed.kind_hints)
-                results[index].aliases.extend(parsed.aliases)
-        return results
+        if self.workers < 2 or len(chunks) <= self.chunks_per_task:
+            return _extract_chunks(chunks, self.batch_size)
+        tasks = _tasks_by_page(chunks, self.chunks_per_task)
+        pool = self._worker_pool()
+        results: list[ChunkExtraction | None] = [None] * len(chunks)
+        done = pool.map(_extract_chunks, [[chunks[i] for i in task] for task in tasks], [self.batch_size] * len(tasks))
+        for task, extractions in zip(tasks, done, strict=True):
+            for index, extraction in zip(task, extractions, strict=True):
+                results[index] = extraction
+        return [extraction for extraction in results if extraction is not None]
 
+    def _worker_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # No initializer: a worker loads spaCy with its first task, so a missing model surfaces
+            # as the task's ConfigError rather than as a broken pool.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            # Shut down with the extractor, so a long-lived process keeps no idle parsers around.
+            weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+        return self._pool
+
+
+def _extract_chunks(chunks: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
+    """The extraction of `chunks`, in this process; a worker runs it on its share of a call."""
+    nlp = _pipeline()
+    paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
+    results = [ChunkExtraction(chunk.id) for chunk in chunks]
+    docs = nlp.pipe((text for _, text in paragraphs), batch_size=batch_size)
+    pages = PageSubjects()
+    for (index, _), doc in zip(paragraphs, docs):
+        page = pages.of(chunks[index])
+        for sentence in doc.sents:
+            parsed = _Sentence(sentence, page)
+            # Facts first: reading the clauses can name entities the tagger missed.
+            results[index].facts.extend(parsed.facts())
+            results[index].mentions.extend(parsed.mentions)
+            results[index].kind_hints.extend(parsed.kind_hints)
+            results[index].aliases.extend(parsed.aliases)
+    return results
+
+
+def _tasks_by_page(chunks: Sequence[ChunkText], chunks_per_task: int) -> list[list[int]]:
+    """Chunk positions split into tasks of about `chunks_per_task`, every chunk of one page title in
+    the same task and in order: what a page's earlier chunks teach about its subject holds in its
+    later ones, so a worker must see them all, as the serial path does."""
+    by_page: dict[tuple[str, str], list[int]] = {}
+    for index, chunk in enumerate(chunks):
+        by_page.setdefault((chunk.title_name, chunk.title_qualifier), []).append(index)
+    tasks: list[list[int]] = [[]]
+    for positions in by_page.values():
+        if len(tasks[-1]) >= chunks_per_task:
+            tasks.append([])
+        tasks[-1].extend(positions)
+    return [sorted(task) for task in tasks if task]

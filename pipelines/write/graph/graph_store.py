@@ -83,6 +83,8 @@ def _embed_missing(
 ) -> int:
     with database.connection() as connection:
         rows = connection.execute(select).fetchall()
+    # Longest first, so each round's texts are of about one length (see embed_showing_progress).
+    rows.sort(key=lambda row: -len(text_of(row)))
     advance = step_progress(GRAPH_STEP, len(rows), f"{what} embedded", log)
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]

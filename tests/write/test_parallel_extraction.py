@@ -1,0 +1,65 @@
+"""Extraction parsed by worker processes, the next batch while this one is written, writes exactly
+what one process parsing everything in order writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.resources.database import Database
+from pipelines.write.extraction.extraction import extract_documents
+from pipelines.write.extraction.extraction_model import ChunkText
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor, _tasks_by_page
+from tests.write.corpus import seed_documents
+
+DEMO = Path(__file__).resolve().parents[2] / "pipelines" / "demo_corpus" / "documents"
+MERGE_SIMILARITY = 0.9
+GRAPH_ROWS = {
+    "entities": "SELECT id, name, kind, normalized_name, aliases, scopes FROM entity ORDER BY id",
+    "facts": """
+        SELECT id, subject_id, predicate, object_id, object_value, statement, source_chunk_id, document_id,
+               valid_from, valid_to, recorded_to IS NULL, scopes
+        FROM fact ORDER BY id
+    """,
+    "mentions": """
+        SELECT entity_id, chunk_id, document_id, name, kind, mentions, scopes
+        FROM entity_mention ORDER BY entity_id, chunk_id, name, kind
+    """,
+}
+
+
+def graph(database: Database) -> dict[str, list[tuple]]:
+    with database.connection() as connection:
+        return {name: connection.execute(query).fetchall() for name, query in GRAPH_ROWS.items()}
+
+
+def test_parallel_extraction_writes_what_serial_extraction_writes(make_database) -> None:
+    documents = {path.name: path.read_text() for path in sorted(DEMO.glob("*.md"))}
+    serial, parallel = make_database(), make_database()
+    for database in (serial, parallel):
+        seed_documents(database, documents)
+
+    serial_report = extract_documents(
+        serial, SpacyExtractor(workers=1), list(documents), MERGE_SIMILARITY, batch_size=len(documents)
+    )
+    # Tiny tasks and batches, so every batch is split among both workers and several batches are
+    # extracted while earlier ones are written.
+    parallel_report = extract_documents(
+        parallel, SpacyExtractor(workers=2, chunks_per_task=2), list(documents), MERGE_SIMILARITY, batch_size=3
+    )
+
+    expected = graph(serial)
+    assert all(expected.values()), "the demo corpus names entities and states facts"
+    assert graph(parallel) == expected
+    assert parallel_report == serial_report
+
+
+def test_no_documents_extract_nothing(database: Database) -> None:
+    report = extract_documents(database, SpacyExtractor(), [], MERGE_SIMILARITY)
+    assert report.documents == {} and report.missing == []
+
+
+def test_every_chunk_of_a_page_goes_to_one_task_in_order() -> None:
+    titles = ["Hank Snow", "Green", "Hank Snow", "Green", "Tulsa", "Hank Snow", "Tulsa", "Nashville"]
+    chunks = [ChunkText(f"c{index}", "text", title, "") for index, title in enumerate(titles)]
+    tasks = _tasks_by_page(chunks, 2)
+    assert tasks == [[0, 2, 5], [1, 3], [4, 6], [7]]
