@@ -22,6 +22,8 @@ LAYERS = (
     # Where the shipped files (sql_templates/, the default lanes.yaml) are.
     "pipelines.shipped",
     "pipelines.strict_yaml",
+    # How names compare: the same folding on the write side's links and the read side's questions.
+    "pipelines.accents",
     "pipelines.lanes_config",
     "pipelines.config",
     "pipelines.demo_corpus",
