@@ -41,21 +41,19 @@ ranked AS (
     FROM kept
 ),
 slotted AS (
-    -- A repeated page's chunk takes the slot of the next first chunk of a page after it, and
-    -- follows that chunk; one with no such chunk after it keeps its own.
+    -- Every chunk takes the slot of the first chunk of a page at or after it: a page's first
+    -- chunk its own, a repeated page's chunk the next page's, which it then follows; one with no
+    -- such chunk after it keeps its own.
     SELECT
         ranked.chunk_id,
         ranked.position,
         ranked.repeated,
-        CASE
-            WHEN ranked.repeated THEN coalesce(
-                min(CASE WHEN NOT ranked.repeated THEN ranked.position END) OVER (
-                    ORDER BY ranked.position ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING
-                ),
-                ranked.position
-            )
-            ELSE ranked.position
-        END AS slot
+        coalesce(
+            min(CASE WHEN NOT ranked.repeated THEN ranked.position END) OVER (
+                ORDER BY ranked.position ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING
+            ),
+            ranked.position
+        ) AS slot
     FROM ranked
 ),
 placed AS (
