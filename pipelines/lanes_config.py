@@ -61,6 +61,10 @@ class Settings(StrictModel):
         default=0.5, ge=0,
         description="Fused-score bonus of a chunk whose document title the question names without its parenthesised qualifier.",
     )
+    common_title_mentions: float = Field(
+        default=5.0, gt=0,
+        description="A title bonus is scaled by this over the passages naming the title, at most 1: a title many passages name is a common concept.",
+    )
     snippet_chars: int = Field(default=1200, ge=40, description="Source lines keep this many characters of the chunk (1200 keeps a whole 200-token chunk).")
     recency_weight: float = Field(default=0.05, ge=0, description="Weight of recency in the dense-fact blend.")
     frequency_weight: float = Field(default=0.02, ge=0, description="Weight of ln(1 + access_count) in the dense-fact blend.")

@@ -121,6 +121,24 @@ def plant_world(database: Database) -> Database:
             plant.document("barge", "Canal Barge Ledger")
             plant.chunk("barge", 0, "Crates of zandolite left by barge every spring.", embed_as=UNRELATED)
 
+            # sources, title weight by commonness: the question names a mill's page and a country's,
+            # which five other passages name; a ledger only BM25 finds shares three words with it.
+            plant.document("brannock", "Brannock Mill")
+            plant.chunk("brannock", 0, "Oats have been ground here since 1790.", embed_as=UNRELATED)
+            plant.document("velsia", "Velsia")
+            plant.chunk("velsia", 0, "A small inland country of lakes.", embed_as=UNRELATED)
+            for number, place in enumerate(("Korvo", "Ardal", "Tessin", "Morrow", "Halby")):
+                plant.document(f"velsia-naming-{number}", f"{place} Gazette")
+                plant.chunk(f"velsia-naming-{number}", 0, f"{place} sold its grain to Velsia.", embed_as=UNRELATED)
+            plant.document("wheel", "Wheel Ledger")
+            plant.chunk("wheel", 0, "The river turns the wheel each spring.", embed_as=UNRELATED)
+
+            # sources, a name inside a longer named title: "Gate" in "Orsolan Gate" is no name of its own.
+            plant.document("orsolan", "Orsolan Gate")
+            plant.chunk("orsolan", 0, "Built of basalt by the river guild.", embed_as=UNRELATED)
+            plant.document("gate", "Gate")
+            plant.chunk("gate", 0, "A hinged barrier closing an opening in a wall.", embed_as=UNRELATED)
+
             # sources, no title ranking: a title of one stopword names nothing, though questions hold it.
             plant.document("stopword", "in")
             plant.chunk("stopword", 0, "A page whose title is a stopword.", embed_as=UNRELATED)

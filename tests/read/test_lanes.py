@@ -77,6 +77,27 @@ def test_a_title_named_without_its_qualifier_lifts_its_page_by_its_own_bonus(wor
     assert flat.index("chunk:kestrel#0") > flat.index("chunk:manifest#0")
 
 
+def test_a_title_many_passages_name_lifts_its_page_less(world, config):
+    question = "Which river turns the wheel of Brannock Mill in Velsia?"
+
+    def sources_with(common_title_mentions: float) -> list[str]:
+        settings = config.settings.model_copy(update={"common_title_mentions": common_title_mentions})
+        result = ask(world, config.model_copy(update={"settings": settings}), question)
+        assert next(c for c in result.candidates if c.evidence_id == "chunk:velsia#0").direct
+        return list(by_lane(result, "sources"))
+
+    # Five passages name Velsia: at 1 its bonus is a fifth, at 5 or more the whole bonus.
+    rare, common = sources_with(5.0), sources_with(1.0)
+    assert rare.index("chunk:brannock#0") < rare.index("chunk:velsia#0") < rare.index("chunk:wheel#0")
+    assert common.index("chunk:brannock#0") < common.index("chunk:wheel#0") < common.index("chunk:velsia#0")
+
+
+def test_a_title_inside_a_longer_named_title_names_nothing(world, config):
+    assert "chunk:gate#0" not in by_lane(ask(world, config, "Who guards the Orsolan Gate?"), "sources")
+    alone = next(c for c in ask(world, config, "Who guards the Gate?").candidates if c.evidence_id == "chunk:gate#0")
+    assert alone.direct
+
+
 def test_a_second_document_of_a_page_yields_one_place_to_the_next_page(world, config):
     result = ask(world, config, "Where did the Ferrow Glassworks ship its zandolite?")
     sources = [c for c in result.candidates if c.lane == "sources"]
