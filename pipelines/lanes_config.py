@@ -34,6 +34,9 @@ ANN_WINDOW = 100
 
 # The plan toggle that decides whether lanes of a kind exist; kinds not listed always exist.
 KIND_TOGGLES: dict[str, str] = {"profile": "profiles", "communities": "communities", "overview": "raptor"}
+# The plan toggle of a lane whose kind it shares with lanes that always exist (the entity catalog's
+# rows land among the sources).
+LANE_TOGGLES: dict[str, str] = {"entity_catalog": "entity_catalog"}
 
 
 class Settings(StrictModel):
@@ -145,6 +148,7 @@ class Plan(StrictModel):
     profiles: bool = Field(default=False, description="Include lanes of kind profile.")
     communities: bool = Field(default=False, description="Include lanes of kind communities.")
     raptor: bool = Field(default=False, description="Include lanes of kind overview (RAPTOR roots).")
+    entity_catalog: bool = Field(default=False, description="Include the entity_catalog lane (live entities of the kinds nearest the question).")
     neighbors: bool = Field(default=False, description="The facts lane adds one-hop neighbors of its dense seeds.")
     hops: int = Field(default=0, ge=0, le=8, description="Hops of the facts lane's mass walk; 0 leaves the walk out.")
     fuzzy_mentions: bool = Field(default=False, description="Find named entities by trigram similarity as well as exactly.")
@@ -153,9 +157,10 @@ class Plan(StrictModel):
         description="The sources lane adds a second hop: chunks titled with or naming the entities its best chunks name.",
     )
 
-    def includes(self, kind: str) -> bool:
-        toggle = KIND_TOGGLES.get(kind)
-        return toggle is None or bool(getattr(self, toggle))
+    def includes(self, name: str, kind: str) -> bool:
+        """Whether the lane `name` of kind `kind` is part of the statement."""
+        toggles = [toggle for toggle in (KIND_TOGGLES.get(kind), LANE_TOGGLES.get(name)) if toggle is not None]
+        return all(getattr(self, toggle) for toggle in toggles)
 
 
 class Lane(StrictModel):

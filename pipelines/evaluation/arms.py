@@ -57,7 +57,7 @@ class Arm:
 
 
 def _enabled_lanes(config: LanegraphConfig) -> list[str]:
-    return [name for name in config.plan.order if config.plan.includes(config.lanes[name].kind)]
+    return [name for name in config.plan.order if config.plan.includes(name, config.lanes[name].kind)]
 
 
 def _with_plan(config: LanegraphConfig, **changes: object) -> LanegraphConfig:

@@ -137,7 +137,7 @@ class Shape:
                 tuple(sorted(config.lanes[name].overrides)),
             )
             for name in plan.order
-            if plan.includes(config.lanes[name].kind)
+            if plan.includes(name, config.lanes[name].kind)
         )
         return cls(
             config.pipeline.embedding.dimension, lanes, plan.neighbors, plan.hops, plan.fuzzy_mentions, plan.bridges

@@ -22,7 +22,7 @@ LANES = REPOSITORY / "lanes.yaml"
 def test_standard_arms_then_one_ablation_per_lane_and_facts_part() -> None:
     config = every_lane_on(load_config(LANES))
     arms = {arm.name: arm for arm in choose_arms(config, None, [])}
-    lanes = [name for name in config.plan.order if config.plan.includes(config.lanes[name].kind)]
+    lanes = [name for name in config.plan.order if config.plan.includes(name, config.lanes[name].kind)]
     assert list(arms)[:5] == ["bm25", "dense", "ppr", "sources", "find"]
     assert arms["sources"].config.plan.order == ["sources"]
     assert arms["find"].config == config
