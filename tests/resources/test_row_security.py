@@ -487,6 +487,8 @@ def named_lookup(template: str, embedding_dimension: int) -> str:
         ":question_terms": "CAST($1 AS text[])",
         ":query_vector": f"CAST($2 AS vector({embedding_dimension}))",
         ":fusion_depth": "CAST($3 AS bigint)",
+        ":common_title_mentions": "CAST($4 AS double precision)",
+        ":bridge_fanout": "CAST($5 AS bigint)",
     }.items():
         text = text.replace(bind, parameter)
     return text
