@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import psutil
+import psycopg
 
 MB = 1024 * 1024
 # Never below what initdb would choose: a small machine keeps today's server.
@@ -24,6 +25,7 @@ CGROUP_MEMORY_LIMITS = (
     Path("/sys/fs/cgroup/memory.max"),
     Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
 )
+MEMORY_SETTINGS = ("shared_buffers", "effective_cache_size")
 SETTINGS_FILE = "lanegraph_memory.conf"
 INCLUDE_LINE = f"include_if_exists = '{SETTINGS_FILE}'"
 
@@ -71,3 +73,11 @@ def write_memory_settings(pgdata: Path, server_user: str | None) -> None:
     if INCLUDE_LINE not in configuration.read_text().splitlines():
         with configuration.open("a") as lines:
             lines.write(f"\n# lanegraph: shared_buffers and effective_cache_size sized for the machine\n{INCLUDE_LINE}\n")
+
+
+def memory_in_force(connection: psycopg.Connection) -> str:
+    """What the server says its memory settings are, for a status line."""
+    values = connection.execute(
+        "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS s(name)", (list(MEMORY_SETTINGS),)
+    ).fetchall()
+    return ", ".join(f"{name} {value}" for name, value in values)
