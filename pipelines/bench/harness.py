@@ -108,7 +108,7 @@ class BenchStatements:
     def of(cls, config: LanegraphConfig) -> BenchStatements:
         find = compile_find(config)
         return cls(find, tuple((lane.name, compile_find(single_lane(config, lane.name))) for lane in find.lanes),
-                   floor_probes(config.pipeline.embedding.dimension))
+                   floor_probes(find, config.pipeline.embedding.dimension))
 
 
 @dataclass(frozen=True)
