@@ -453,6 +453,11 @@ def size_report(
             summaries["find_confined_per_call"].p50_ms, summaries["find_owner"].p50_ms
         ),
         "empty_round_trip_p50_ms": empty.p50_ms,
+        # BM25 against an HNSW window: once the one slow index of the floor (absent without the sources lane).
+        "bm25_vs_dense_chunk": ratio(*(
+            summaries[f"floor_{probe}"].p50_ms if f"floor_{probe}" in summaries else math.nan
+            for probe in ("bm25", "dense_chunk")
+        )),
         "variants": {
             name: {
                 "p50_ms": summaries[f"find@{name}"].p50_ms,

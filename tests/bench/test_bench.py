@@ -26,7 +26,7 @@ from tests.plans import every_lane_on
 POSITIVE_KEYS = (
     "find_p50_ms", "find_p95_ms", "floor_p50_ms", "floor_p95_ms", "find_vs_floor", "roundtrips_p50_ms",
     "roundtrips_p95_ms", "single_vs_roundtrips", "generic_p50_ms", "custom_p50_ms", "confined_p50_ms",
-    "confined_per_call_p50_ms", "hnsw_build_seconds",
+    "confined_per_call_p50_ms", "hnsw_build_seconds", "bm25_vs_dense_chunk",
 )
 LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "communities", "overview")
 
