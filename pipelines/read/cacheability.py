@@ -252,7 +252,8 @@ def reaches_indexes(
         if confined_whole:
             problems.append(
                 f"a confined caller reads every row of {', '.join(confined_whole)}, which the owner probes "
-                "through an index (does a join condition call a function that is not leakproof?)"
+                "through an index (under row security only a leakproof condition can probe an index: not a "
+                "function of a join key, nor pg_trgm's %)"
             )
         return PropertyResult("reaches the indexes", False, "; ".join(problems))
     indexes = sorted(i for i in used if i.endswith("_hnsw") or i in catalog.primary_keys.values())
