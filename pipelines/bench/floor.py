@@ -33,6 +33,11 @@ DENSE_PROBES: tuple[tuple[str, str, str], ...] = (
     ("profile", "profile", "profile_find_k"),
     ("communities", "community", "community_find_k"),
 )
+# (probe name, table, stored lower-case column, the lane whose named lookup it is)
+NAMED_PROBES: tuple[tuple[str, str, str, str], ...] = (
+    ("title", "document", "title_lower", "sources"),
+    ("mentions", "entity", "name_lower", "facts"),
+)
 BM25_PRIMITIVE = PRIMITIVES / "bm25.sql"
 # The sources lane binds the BM25 primitive to its own depth and the question (lane_parts._sources).
 BM25_BINDS = {"bm25_limit": "fusion_depth", "query_text": "question"}
@@ -67,13 +72,6 @@ def dense_probe(name: str, table: str, depth_setting: str, dimension: int) -> Fl
     )
     binds = (Bind("query_vector", 1, f"vector({int(dimension)})"), Bind(depth_setting, 2, "bigint"))
     return FloorProbe(name, CompiledStatement(sql=text, binds=binds, dense_tables=(table,)))
-
-
-# (probe name, table, stored lower-case column, the lane whose named lookup it is)
-NAMED_PROBES: tuple[tuple[str, str, str, str], ...] = (
-    ("title", "document", "title_lower", "sources"),
-    ("mentions", "entity", "name_lower", "facts"),
-)
 
 
 def named_probe(name: str, table: str, column: str) -> FloorProbe:

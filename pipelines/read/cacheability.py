@@ -7,7 +7,7 @@
    the BM25 posting index (bm25_posting_pkey, by term), and no sequential scan outside
    SEQ_SCAN_ALLOWED; a caller confined by row security reads no table whole that the owner's plan
    probes through an index (row security refuses an index probe whose condition calls a function
-   that is not leakproof). The check runs with `enable_seqscan = off`: in a small database a
+   or operator that is not leakproof). The check runs with `enable_seqscan = off`: in a small database a
    sequential scan is honestly cheaper and the planner would pick it, so the check asks whether
    every access *can* be index-driven. It also asks whether the index is *taken*: in the generic plan as
    PostgreSQL picks it (no setting changed), every embedded table of UNPROMPTED_HNSW_ROWS rows or
@@ -218,7 +218,7 @@ def reaches_indexes(
 ) -> PropertyResult:
     """`plan` is the owner's; `confined_plan`, a confined caller's, must read no table whole that the
     owner's reads through an index: row security refuses an index probe whose condition calls a
-    function that is not leakproof."""
+    function or operator that is not leakproof."""
     nodes = list(plan_nodes(plan["Plan"]))
     used = {node.get("Index Name") for node in nodes if node.get("Index Name")}
     catalog = load_catalog()

@@ -97,4 +97,3 @@ def test_the_check_says_a_confined_callers_fuzzy_mentions_read_every_entity(demo
     failed = [result for result in report.results if not result.passed]
     assert [result.name for result in failed] == ["reaches the indexes"], report.render()
     assert failed[0].detail.startswith("a confined caller reads every row of entity,"), failed[0].detail
-
