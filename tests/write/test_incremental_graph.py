@@ -200,3 +200,17 @@ def test_a_full_rebuild_equals_a_build_from_scratch(stages: Stages) -> None:
     for stage in ("full", "scratch"):
         assert all(redone(stages.reports[stage], asset)[0] == "full" for asset in ASSET_OF.values())
     assert stages.snapshots["full"] == stages.snapshots["scratch"]
+
+
+def test_a_row_recomputed_incrementally_is_what_the_full_rebuild_makes_of_the_same_sources(stages: Stages) -> None:
+    """Vectors included: an extractive community's or RAPTOR node's vector is the mean of its sources'
+    vectors, and those read back from the tables must give the vector the full rebuild computes."""
+    incremental, full, built = stages.snapshots["deleted"], stages.snapshots["full"], stages.snapshots["built"]
+    recomputed = 0
+    for table in SNAPSHOTS:
+        # The source digest is every snapshot's last column.
+        same_sources = [key for key in incremental[table].keys() & full[table].keys()
+                        if incremental[table][key][-1] == full[table][key][-1]]
+        assert all(incremental[table][key] == full[table][key] for key in same_sources), table
+        recomputed += sum(incremental[table][key] != built[table].get(key) for key in same_sources)
+    assert recomputed > 0

@@ -113,7 +113,7 @@ ENTITY_NAMES = "SELECT id, name, kind, degree, scopes FROM entity WHERE id = ANY
 # Live facts inside a set of entities (states and literals of a member count too), most
 # connected subjects first so a summary's budget goes to the centre of the community.
 FACTS_AMONG = """
-SELECT f.statement, f.scopes
+SELECT f.statement, f.scopes, f.embedding
 FROM live_fact f JOIN entity s ON s.id = f.subject_id
 WHERE f.subject_id = ANY(%(ids)s) AND (f.object_id IS NULL OR f.object_id = ANY(%(ids)s))
 ORDER BY s.degree DESC, f.statement

@@ -1,4 +1,4 @@
-"""The RAPTOR tree: cluster, summarise, embed, repeat, from chunks up to a few roots.
+"""The RAPTOR tree: cluster, summarise, give each summary a vector, repeat, from chunks up to a few roots.
 
 Each level reduces its nodes' embeddings with PCA (UMAP, which the RAPTOR paper uses, is not a
 dependency), fits Gaussian mixtures over a range of component counts and keeps the count with the
@@ -20,6 +20,7 @@ from sklearn.mixture import GaussianMixture
 
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.summaries.summaries import source_digest
+from pipelines.write.summaries.summary_vectors import SummaryVectors, unit
 
 # Candidate component counts beyond this many are sampled on a geometric grid, not tried one by one.
 EXHAUSTIVE_CANDIDATES = 12
@@ -84,7 +85,7 @@ def build_tree(
     leaf_scopes: Sequence[Sequence[str]],
     *,
     summarize: Callable[[Sequence[str]], str],
-    embed: Callable[[Sequence[str]], np.ndarray],
+    vectors_of: SummaryVectors,
     max_levels: int,
     root_count: int,
     max_clusters: int,
@@ -111,7 +112,7 @@ def build_tree(
         for group in groups:
             summaries.append(summarize([texts[i] for i in group]))
             summarised(len(summaries))
-        embeddings = embed(summaries)
+        embeddings = vectors_of(summaries, [vectors[group] for group in groups])
         level_nodes = [
             RaptorNode(
                 id=node_id(level, [ids[i] for i in group]),
@@ -132,11 +133,6 @@ def build_tree(
     return nodes
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-
-
 def update_tree(
     previous: Sequence[RaptorNode],
     leaf_ids: Sequence[str],
@@ -145,15 +141,15 @@ def update_tree(
     leaf_scopes: Sequence[Sequence[str]],
     *,
     summarize: Callable[[Sequence[str]], str],
-    embed: Callable[[Sequence[str]], np.ndarray],
+    vectors_of: SummaryVectors,
 ) -> list[RaptorNode] | None:
     """The tree `previous` over the current leaves, without clustering again; None when none of its
     level 1 nodes holds a current leaf (there is nothing to add to: build a tree instead).
 
     A leaf the tree does not hold joins the level 1 node whose leaves' centroid (as the tree holds
     them) is nearest by cosine; a leaf gone leaves its node. A node whose children or their texts
-    changed is summarised and embedded again, under a new id when its children changed, and so is
-    every node above it; a node left without children goes. Every other node is returned as it was.
+    changed is summarised and given its vector again, under a new id when its children changed, and
+    so is every node above it; a node left without children goes. Every other node is returned as it was.
     The clusters drift from what a new clustering would find; the periodic full rebuild resets them.
     """
     text = dict(zip(leaf_ids, leaf_texts))
@@ -164,11 +160,11 @@ def update_tree(
     holders = [node.id for node in first_level if held[node.id]]
     if not holders:
         return None
-    centroids = _unit(np.asarray([np.mean([vector[leaf] for leaf in held[holder]], axis=0) for holder in holders]))
+    centroids = unit(np.asarray([np.mean([vector[leaf] for leaf in held[holder]], axis=0) for holder in holders]))
     placed = {leaf for leaves in held.values() for leaf in leaves}
     for leaf in leaf_ids:
         if leaf not in placed:
-            held[holders[int(np.argmax(centroids @ _unit(vector[leaf])))]].append(leaf)
+            held[holders[int(np.argmax(centroids @ unit(vector[leaf])))]].append(leaf)
     now: dict[str, str | None] = {}  # a previous node's id -> its id in the new tree (None: gone)
     nodes: list[RaptorNode] = []
     for level in sorted({node.level for node in previous}):
@@ -185,11 +181,13 @@ def update_tree(
             elif tuple(children) == node.children and source_digest(texts) == node.source_digest:
                 now[node.id] = node.id
                 nodes.append(node)
-                text[node.id], scopes[node.id] = node.summary, node.scopes
+                text[node.id], scopes[node.id], vector[node.id] = node.summary, node.scopes, node.embedding
             else:
                 redo.append((node, children, texts))
         summaries = [summarize(texts) for _, _, texts in redo]
-        embeddings = embed(summaries) if redo else []
+        embeddings = vectors_of(
+            summaries, [np.asarray([vector[child] for child in children]) for _, children, _ in redo]
+        ) if redo else []
         for (node, children, texts), summary, embedding in zip(redo, summaries, embeddings):
             rebuilt = RaptorNode(
                 id=node_id(level, children),
@@ -202,5 +200,5 @@ def update_tree(
             )
             now[node.id] = rebuilt.id
             nodes.append(rebuilt)
-            text[rebuilt.id], scopes[rebuilt.id] = rebuilt.summary, rebuilt.scopes
+            text[rebuilt.id], scopes[rebuilt.id], vector[rebuilt.id] = rebuilt.summary, rebuilt.scopes, rebuilt.embedding
     return nodes

@@ -23,6 +23,8 @@ LLM_CONTEXT_FACTOR = 8
 class Summarizer(Protocol):
     name: str
     max_chars: int
+    # Whether a summary is its sources' own sentences, so the mean of their vectors can stand for it.
+    quotes_sources: bool
 
     def summarize(self, texts: Sequence[str], topic: str = "") -> str:
         """At most max_chars characters about `texts`; `topic` names what they are about, if known."""
@@ -31,6 +33,7 @@ class Summarizer(Protocol):
 
 class ExtractiveSummarizer:
     name = "extractive"
+    quotes_sources = True
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
@@ -41,6 +44,7 @@ class ExtractiveSummarizer:
 
 class LLMSummarizer:
     name = "llm"
+    quotes_sources = False
 
     def __init__(self, client: ChatClient, max_chars: int) -> None:
         self.client = client
