@@ -41,6 +41,9 @@ SET_SIMILARITY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(
 # because HX-4417 and HX-4418 are different faults). Only entities of the document's own scope set
 # are candidates: an entity is readable exactly by those who may read every document naming it.
 # The document's distinct names come as arrays, one statement per document rather than a staged table.
+# The near-name probe runs only for a name no earlier match found: the planner cannot cost the
+# trigram index for a value it learns per row, so the probe compares the name with every entity of
+# its kind, and its cost grows with the graph.
 RESOLVE_MENTIONS = """
 SELECT s.normalized,
        coalesce(same.id, renamed.id, aliased.id, project.id, fuzzy.id) AS entity_id,
@@ -66,7 +69,8 @@ LEFT JOIN LATERAL (
 ) project ON true
 LEFT JOIN LATERAL (
     SELECT e.id FROM entity e
-    WHERE s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized AND e.scopes = %(scopes)s::text[]
+    WHERE coalesce(same.id, renamed.id, aliased.id, project.id) IS NULL
+      AND s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized AND e.scopes = %(scopes)s::text[]
     ORDER BY similarity(lower(e.name), s.normalized) DESC, e.id LIMIT 1
 ) fuzzy ON true
 """
