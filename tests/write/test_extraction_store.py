@@ -103,6 +103,29 @@ def test_near_duplicate_names_of_one_kind_resolve_to_one_entity(database: Databa
     assert kelpstone == 1
 
 
+def test_a_documents_other_names_become_aliases_later_documents_resolve_by(database: Database) -> None:
+    seed_documents(database, {
+        "a.md": (
+            "# Kennedy\n\nJohn F. Kennedy met the Federal Bureau of Investigation (FBI) in Dallas. "
+            "Kennedy was born in Brookline.\n"
+        ),
+    })
+    first = extract(database, "a.md").documents["a.md"]
+    seed_documents(database, {"b.md": "# Report\n\nThe FBI is based in Washington.\n"})
+    second = extract(database, "b.md").documents["b.md"]
+
+    with database.connection() as connection:
+        aliases = dict(connection.execute("SELECT name, aliases FROM entity WHERE aliases <> '{}'").fetchall())
+        subjects = {
+            name for (name,) in connection.execute(
+                "SELECT e.name FROM fact f JOIN entity e ON e.id = f.subject_id WHERE f.document_id = 'b.md'"
+            )
+        }
+    assert aliases == {"John F. Kennedy": ["kennedy"], "Federal Bureau of Investigation": ["fbi"]}
+    assert first.entities_created >= 3 and second.entities_created == 1
+    assert subjects == {"Federal Bureau of Investigation"}
+
+
 @pytest.mark.parametrize(
     ("mentions", "hints", "expected"),
     [
