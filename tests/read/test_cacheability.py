@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import psycopg
 from pgvector.psycopg import register_vector
 
-from pipelines.read.cacheability import check_cacheability, generic_plan, plan_nodes
+from pipelines.lanes_config import template_path
+from pipelines.read.cacheability import check_cacheability, generic_plan, plan_nodes, reaches_indexes
 from pipelines.read.compiler import bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.resources.database import connect
@@ -54,6 +58,31 @@ def test_the_generic_plan_reaches_every_hnsw_index_and_the_bm25_postings(world, 
         "fact_embedding_hnsw", "entity_embedding_hnsw", "chunk_embedding_hnsw", "entity_kind_embedding_hnsw",
         "session_item_embedding_hnsw", "profile_embedding_hnsw", "community_embedding_hnsw", "bm25_posting_pkey",
     } <= used
+
+
+def test_a_confined_callers_plan_must_reach_the_indexes_too(world, config, tmp_path: Path):
+    """Row security refuses an index probe whose join condition calls a function that is not
+    leakproof: the sources lane's bridge once joined pages on `title_lower = fold(name)`, which a
+    confined caller could only answer by reading every document."""
+    sources = tmp_path / "sources"
+    shutil.copytree(template_path(config.lanes["sources"].template), sources)
+    bridge = sources / "bridge.sql"
+    folded_in_the_join = bridge.read_text().replace(
+        "lanegraph_fold_accents(seed_entity.name)", "seed_entity.name"
+    ).replace("document.title_lower = linked_name.title_key", "document.title_lower = lanegraph_fold_accents(linked_name.title_key)")
+    assert folded_in_the_join != bridge.read_text()
+    bridge.write_text(folded_in_the_join)
+    lanes = {**config.lanes, "sources": config.lanes["sources"].model_copy(update={"template": str(sources)})}
+    for lane_config, passes in ((config, True), (config.model_copy(update={"lanes": lanes}), False)):
+        statement = compile_find(lane_config, cached=False)
+        with world.connection([]) as confined:
+            confined_plan = generic_plan(confined, statement)
+        with dedicated(world) as connection:
+            owner_plan = generic_plan(connection, statement)
+        assert reaches_indexes(owner_plan, statement).passed
+        verdict = reaches_indexes(owner_plan, statement, confined_plan=confined_plan)
+        assert verdict.passed is passes, verdict.detail
+    assert "a confined caller reads every row of document," in verdict.detail
 
 
 def test_one_prepared_statement_serves_every_question(world, config):

@@ -1,5 +1,6 @@
-"""The settings find runs its statement under: deep enough HNSW searches for the ANN windows, and a
-trigram threshold at the fuzzy-mention similarity, which lets the index prune without changing a row."""
+"""The settings find runs its statement under: deep enough HNSW searches for the ANN windows, a
+trigram threshold at the fuzzy-mention similarity, which lets the index prune without changing a row,
+and no parallel workers for one short statement."""
 
 from __future__ import annotations
 
@@ -27,16 +28,20 @@ def test_the_trigram_threshold_is_the_lowest_fuzzy_similarity_any_lane_uses(conf
 
 
 def test_find_settings_last_for_the_transaction(world, config):
+    own_settings = "SELECT current_setting('plan_cache_mode'), current_setting('max_parallel_workers_per_gather')"
     with world.connection() as connection:
+        before = connection.execute(own_settings).fetchone()
+        connection.rollback()  # so that find's settings below open a transaction of their own
         with connection.transaction():
             enter_find_settings(connection, config)
             settings = connection.execute(
                 "SELECT current_setting('plan_cache_mode'), current_setting('hnsw.ef_search'),"
-                " current_setting('pg_trgm.similarity_threshold')::float8"
+                " current_setting('pg_trgm.similarity_threshold')::float8,"
+                " current_setting('max_parallel_workers_per_gather')"
             ).fetchone()
-        after = connection.execute("SELECT current_setting('plan_cache_mode')").fetchone()
-    assert settings == ("force_generic_plan", str(ANN_WINDOW), config.settings.mention_fuzzy_similarity)
-    assert after == ("auto",)
+        after = connection.execute(own_settings).fetchone()
+    assert settings == ("force_generic_plan", str(ANN_WINDOW), config.settings.mention_fuzzy_similarity, "0")
+    assert after == before, "the server's own settings again after find's transaction"
 
 
 def test_a_fuzzy_mention_finds_the_same_rows_under_find_settings(world, config):

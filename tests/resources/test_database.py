@@ -72,6 +72,36 @@ def test_migrations_applied_twice_change_nothing(database: Database, embedding_d
     assert recorded == len(discover_migrations())
 
 
+def vector_storage(connection: psycopg.Connection) -> set[str]:
+    return {
+        storage for (storage,) in connection.execute(
+            "SELECT DISTINCT a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND a.atttypid = 'vector'::regtype AND c.relkind = 'r'"
+        )
+    }
+
+
+def test_a_chunk_keeps_its_embedding_in_its_row(database: Database, embedding_dimension: int) -> None:
+    """A chunk's text and vector pass TOAST's threshold together: the text leaves the row, the
+    vector every distance reads stays."""
+    with database.connection() as connection:
+        assert vector_storage(connection) == {"m"}
+        connection.execute(
+            "INSERT INTO document (id, title, uri, body, content_hash) VALUES ('d', 'D', 'u', '', 'h')"
+        )
+        connection.execute(
+            "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash, embedding)"
+            " VALUES ('c', 'd', 0, %s, 600, 'h', array_fill(0.5, ARRAY[%s])::vector)",
+            (" ".join(f"w{i}" for i in range(600)), embedding_dimension),
+        )
+        toasted = connection.execute(
+            "SELECT pg_column_toast_chunk_id(embedding) IS NOT NULL, pg_column_toast_chunk_id(text) IS NOT NULL"
+            " FROM chunk WHERE id = 'c'"
+        ).fetchone()
+    assert toasted == (False, True)
+
+
 def test_live_fact_hides_closed_and_future_claims(database: Database) -> None:
     with database.connection() as connection:
         connection.execute("INSERT INTO entity_kind (name) VALUES ('project')")
@@ -101,6 +131,7 @@ def test_changing_the_width_is_a_migration(make_schema_url, embedding_dimension:
         changed = change_embedding_dimension(connection, 8)
         assert changed == len(EMBEDDED_TABLES)
         assert {table for table, _ in vector_columns(connection)} == EMBEDDED_TABLES
+        assert vector_storage(connection) == {"m"}
     assert prepare_database(url, 8) == []
     with pytest.raises(DatabaseError, match="vector\\(8\\)"):
         prepare_database(url, embedding_dimension)

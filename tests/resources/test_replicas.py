@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pipelines.cli import main
@@ -171,6 +172,21 @@ def test_a_lagging_standby_is_skipped_and_find_says_so(ingested, standby, standb
             connection.execute("SELECT pg_wal_replay_resume()")
 
 
+def wait_until_exited(pid: int) -> None:
+    """A killed postmaster's backends end when its exit completes (it closes their lifeline pipe),
+    which takes tens of milliseconds with a machine-sized shared memory; an open connection's next
+    question before then is still answered by the standby."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} still exiting after 30 s")
+
+
 def test_killing_the_standby_mid_run_degrades_find_to_the_primary(ingested, config):
     doomed = EmbeddedStandby(EmbeddedPostgres(data_dir()), "doomed")
     url = server_url_for(doomed.create(), ingested.url)
@@ -179,7 +195,9 @@ def test_killing_the_standby_mid_run_degrades_find_to_the_primary(ingested, conf
             reads.wait_for_replay(current_wal_lsn(ingested), timeout_seconds=60)
             before = ask(reads, config)
             assert before.served_by == "read1" and not before.degraded_reason
-            os.kill(doomed.status().pid, signal.SIGKILL)
+            killed = doomed.status().pid
+            os.kill(killed, signal.SIGKILL)
+            wait_until_exited(killed)
             after = ask(reads, config)
             assert after.served_by == PRIMARY
             assert after.degraded_reason.startswith("read server read1 (")

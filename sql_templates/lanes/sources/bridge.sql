@@ -80,11 +80,14 @@ naming AS (
 linked AS (
     SELECT false AS named, chunk.id AS chunk_id, linked_name.seed_rank, chunk.embedding <=> :query_vector AS distance
     FROM (
-        SELECT seed_entity.name, min(seed_entity.seed_rank) AS seed_rank
+        -- Folded here, not in the join: under row security a join condition that calls a function
+        -- which is not leakproof cannot probe document's index, and a confined caller would read
+        -- every document instead.
+        SELECT lanegraph_fold_accents(seed_entity.name) AS title_key, min(seed_entity.seed_rank) AS seed_rank
         FROM seed_entity
-        GROUP BY seed_entity.name
+        GROUP BY lanegraph_fold_accents(seed_entity.name)
     ) AS linked_name
-    JOIN document ON document.title_lower = lanegraph_fold_accents(linked_name.name)
+    JOIN document ON document.title_lower = linked_name.title_key
     JOIN chunk ON chunk.document_id = document.id
     WHERE document.id NOT IN (SELECT seed.document_id FROM seed)
     UNION ALL
