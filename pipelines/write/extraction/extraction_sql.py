@@ -41,9 +41,13 @@ SET_SIMILARITY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(
 # because HX-4417 and HX-4418 are different faults). Only entities of the document's own scope set
 # are candidates: an entity is readable exactly by those who may read every document naming it.
 # The document's distinct names come as arrays, one statement per document rather than a staged table.
-# The near-name probe runs only for a name no earlier match found: the planner cannot cost the
-# trigram index for a value it learns per row, so the probe compares the name with every entity of
-# its kind, and its cost grows with the graph.
+# The near-name probe runs only for a name no earlier match found. It must read the trigram index
+# (entity_name_trgm_idx), then keep the kind and scope set: pg_trgm prices a similarity like an
+# equality, so the planner would rather compute it for every entity of the kind (reached by the
+# unique index) or of the table (a sequential scan, which the OFFSET 0 fence alone leaves open):
+# 1,500 to 4,000 entities per name at 1,000 passages, so a build's resolution grew with the square
+# of its graph. The fence keeps the index the probe's only way in, and the caller turns
+# sequential scans off around this one statement (RESOLVE_BY_INDEX).
 RESOLVE_MENTIONS = """
 SELECT s.normalized,
        coalesce(same.id, renamed.id, aliased.id, project.id, fuzzy.id) AS entity_id,
@@ -68,12 +72,19 @@ LEFT JOIN LATERAL (
       AND e.scopes = %(scopes)s::text[]
 ) project ON true
 LEFT JOIN LATERAL (
-    SELECT e.id FROM entity e
-    WHERE coalesce(same.id, renamed.id, aliased.id, project.id) IS NULL
-      AND s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized AND e.scopes = %(scopes)s::text[]
-    ORDER BY similarity(lower(e.name), s.normalized) DESC, e.id LIMIT 1
+    SELECT near.id FROM (
+        SELECT e.id, e.name, e.kind, e.scopes FROM entity e
+        WHERE coalesce(same.id, renamed.id, aliased.id, project.id) IS NULL AND s.kind <> 'code'
+          AND lower(e.name) %% s.normalized
+        OFFSET 0
+    ) near
+    WHERE near.kind = s.kind AND near.scopes = %(scopes)s::text[]
+    ORDER BY similarity(lower(near.name), s.normalized) DESC, near.id LIMIT 1
 ) fuzzy ON true
 """
+
+RESOLVE_BY_INDEX = "SET LOCAL enable_seqscan = off"
+RESOLVED = "SET LOCAL enable_seqscan = on"
 
 # The names no entity answered to, created in one statement; RETURNING names each row, as it
 # comes back in no particular order.

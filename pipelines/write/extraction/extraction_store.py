@@ -146,10 +146,13 @@ def _resolve_entities(
     by_canonical: dict[str, str] = {}
     aliases: set[tuple[str, str]] = set()
     new: list[Mention] = []
-    for normalized, found, via_alias in connection.execute(
+    connection.execute(q.RESOLVE_BY_INDEX)
+    matches = connection.execute(
         q.RESOLVE_MENTIONS,
         {"normalized": list(distinct), "kinds": [mention.kind for mention in distinct.values()], "scopes": scopes},
-    ).fetchall():
+    ).fetchall()
+    connection.execute(q.RESOLVED)
+    for normalized, found, via_alias in matches:
         if found is None:
             new.append(distinct[normalized])
         elif via_alias:
