@@ -42,12 +42,12 @@ SET_SIMILARITY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(
 # are candidates: an entity is readable exactly by those who may read every document naming it.
 # The document's distinct names come as arrays, one statement per document rather than a staged table.
 # The near-name probe runs only for a name no earlier match found. It must read the trigram index
-# (entity_name_trgm_idx), then keep the kind and scope set: pg_trgm prices a similarity like an
-# equality, so the planner would rather compute it for every entity of the kind (reached by the
-# unique index) or of the table (a sequential scan, which the OFFSET 0 fence alone leaves open):
-# 1,500 to 4,000 entities per name at 1,000 passages, so a build's resolution grew with the square
-# of its graph. The fence keeps the index the probe's only way in, and the caller turns
-# sequential scans off around this one statement (RESOLVE_BY_INDEX).
+# (entity_name_trgm_idx, without a pending list since migration 0070), then keep the kind and
+# scope set: pg_trgm prices a similarity like an equality, so the planner would rather compute it
+# for every entity of the kind (reached by the unique index) or of the table (a sequential scan,
+# which the OFFSET 0 fence alone leaves open): 1,500 to 4,000 entities per name at 1,000
+# passages, so a build's resolution grew with the square of its graph. The fence keeps the index
+# the probe's only way in, and the caller turns sequential scans off around this one statement.
 RESOLVE_MENTIONS = """
 SELECT s.normalized,
        coalesce(same.id, renamed.id, aliased.id, project.id, fuzzy.id) AS entity_id,
