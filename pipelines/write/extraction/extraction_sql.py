@@ -83,8 +83,8 @@ LEFT JOIN LATERAL (
 ) fuzzy ON true
 """
 
-RESOLVE_BY_INDEX = "SET LOCAL enable_seqscan = off"
-RESOLVED = "SET LOCAL enable_seqscan = on"
+SEQUENTIAL_SCANS_OFF = "SET LOCAL enable_seqscan = off"
+SEQUENTIAL_SCANS_ON = "SET LOCAL enable_seqscan = on"
 
 # The names no entity answered to, created in one statement; RETURNING names each row, as it
 # comes back in no particular order.

@@ -146,12 +146,12 @@ def _resolve_entities(
     by_canonical: dict[str, str] = {}
     aliases: set[tuple[str, str]] = set()
     new: list[Mention] = []
-    connection.execute(q.RESOLVE_BY_INDEX)
+    connection.execute(q.SEQUENTIAL_SCANS_OFF)
     matches = connection.execute(
         q.RESOLVE_MENTIONS,
         {"normalized": list(distinct), "kinds": [mention.kind for mention in distinct.values()], "scopes": scopes},
     ).fetchall()
-    connection.execute(q.RESOLVED)
+    connection.execute(q.SEQUENTIAL_SCANS_ON)
     for normalized, found, via_alias in matches:
         if found is None:
             new.append(distinct[normalized])
