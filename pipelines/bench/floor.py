@@ -3,7 +3,8 @@
 A probe is the bare index access a lane starts from, with the lane's own depth: the HNSW window
 over each embedded table, the BM25 ranking (the same primitive the sources lane embeds), the
 B-tree lookups of named titles and named entities. Only the probes of what the statement reads
-count: a lane that lanes.yaml leaves out costs find nothing, so its index is no part of the floor.
+count: a lane, or a part of one, that lanes.yaml leaves out costs find nothing, so its index is no
+part of the floor.
 Nothing a probe does can be avoided by any retrieval that answers from these tables, so the sum of
 their server-side work is a lower bound for the single statement; what find spends above it is
 joins, graph walking, fusion and rendering.
@@ -15,11 +16,13 @@ Probes are `CompiledStatement`s with typed positional binds, so they run through
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from psycopg import sql
 
 from pipelines.read.compiler import CompiledStatement, compile_template
 from pipelines.read.lane_parts import PRIMITIVES
+from pipelines.lanes_config import LANE_TEMPLATES
 from pipelines.read.parameters import Bind
 
 # (probe name, table, the setting that is the lane's depth over that table); a statement needs the
@@ -33,10 +36,11 @@ DENSE_PROBES: tuple[tuple[str, str, str], ...] = (
     ("profile", "profile", "profile_find_k"),
     ("communities", "community", "community_find_k"),
 )
-# (probe name, table, stored lower-case column, the lane whose named lookup it is)
-NAMED_PROBES: tuple[tuple[str, str, str, str], ...] = (
-    ("title", "document", "title_lower", "sources"),
-    ("mentions", "entity", "name_lower", "facts"),
+# (probe name, table, stored lower-case column, the lane template that looks names up there); a
+# statement needs the probe when one of its lanes is built from that template.
+NAMED_PROBES: tuple[tuple[str, str, str, Path], ...] = (
+    ("title", "document", "title_lower", LANE_TEMPLATES / "sources" / "title.sql"),
+    ("mentions", "entity", "name_lower", LANE_TEMPLATES / "facts" / "mentions.sql"),
 )
 BM25_PRIMITIVE = PRIMITIVES / "bm25.sql"
 # The sources lane binds the BM25 primitive to its own depth and the question (lane_parts._sources).
@@ -89,9 +93,9 @@ def bm25_probe(dimension: int) -> FloorProbe:
 
 def floor_probes(statement: CompiledStatement, dimension: int) -> tuple[FloorProbe, ...]:
     """The probes of the floor under `statement` (the indexes it reads), in report order."""
-    lanes = {lane.name for lane in statement.lanes}
+    templates = {template for lane in statement.lanes for template in lane.templates}
     return (
         *(dense_probe(name, table, depth, dimension) for name, table, depth in DENSE_PROBES if table in statement.dense_tables),
         *((bm25_probe(dimension),) if statement.lexical_tables else ()),
-        *(named_probe(name, table, column) for name, table, column, lane in NAMED_PROBES if lane in lanes),
+        *(named_probe(name, table, column) for name, table, column, template in NAMED_PROBES if template in templates),
     )

@@ -234,7 +234,9 @@ def measure_latency(
     lanes' own statements run under the same rule, so the comparison is of shapes, not of plan
     policies; `find_auto` and `find_custom` show the other policies. The floor probes keep
     PostgreSQL's default (auto), which re-plans them with the values whenever that is cheaper:
-    the floor is the best each index can do. `find_confined` is `find` as a caller confined by
+    the floor is the best each index can do. They search each HNSW graph as wide as find does
+    (find's `hnsw.ef_search`): a narrower search is cheaper only because it is less exact, so it
+    bounds nothing find could do at find's recall. `find_confined` is `find` as a caller confined by
     row-level security, on one connection held throughout; `find_confined_per_call` opens the
     confined block per call, as `find(..., scopes=...)` does. Each other lanes.yaml of
     `BenchOptions.variants` runs as find does, with its own settings, on a connection of its own,
@@ -251,11 +253,12 @@ def measure_latency(
     ):
         lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
         variant_connections = [stack.enter_context(database.connection()) for _ in variants]
-        for connection in (main, confined, auto, custom, *lane_connections):
+        for connection in (main, probes, confined, auto, custom, *lane_connections):
             enter_find_settings(connection, config)
         for connection, variant in zip(variant_connections, variants, strict=True):
             enter_find_settings(connection, variant.config)
         # The other plan cache modes differ from find in that alone.
+        planning.set_plan_cache_mode(probes, "auto")
         planning.set_plan_cache_mode(auto, "auto")
         planning.set_plan_cache_mode(custom, "force_custom_plan")
 

@@ -7,9 +7,12 @@ per-document assets run once through the runner (`pipelines.orchestration.runner
 the whole pipeline within twice the time the model alone needs.
 
 Then the rest of the write side (extraction and the graph-wide assets) is built over the same schema,
-the full build's time being both parts, and one more passage, held out of the corpus, is ingested as
-a source of its own through the whole write side, graph refresh included (incremental, as every
-ingest into a built graph). The target is that one-document ingest within 5% of the full build.
+the full build's time being both parts. Its target is the full build within twice the
+chunk_embeddings step of the same run (`full_build_over_chunk_embeddings`); the graph-wide part
+alone is reported against that step too, as is the full build against the model alone. Then one
+more passage, held out of the corpus, is ingested as a source of its own through the whole write
+side, graph refresh included (incremental, as every ingest into a built graph). The target is that
+one-document ingest within 5% of the full build.
 
     python -m pipelines.bench.ingest /work/shared/data/musique.json [--limit 1000]
 """
@@ -46,6 +49,7 @@ GRAPH_FIGURES = (
     "entities", "relation_facts", "entities_per_chunk", "single_chunk_entity_share", "entity_edges_per_entity",
 )
 ONE_DOCUMENT_TARGET_SHARE = 0.05
+FULL_BUILD_TARGET_OVER_CHUNK_EMBEDDINGS = 2.0
 
 
 def write_corpus(dataset: Path, folder: Path, limit: int | None) -> tuple[int, dict[str, str]]:
@@ -110,6 +114,7 @@ def measure_ingest(
     started = time.perf_counter()
     embedder.embed(texts)
     model_alone = time.perf_counter() - started
+    chunk_embedding_seconds = report.assets["chunk_embeddings"]["seconds"]
     steps = {
         name: {
             "seconds": report.assets[name]["seconds"],
@@ -131,6 +136,10 @@ def measure_ingest(
         "model_alone_seconds": round(model_alone, 2),
         "model_alone_chunks_per_second": round(len(texts) / model_alone, 1),
         "end_to_end_over_model_alone": round(end_to_end / model_alone, 2),
+        "full_build_over_chunk_embeddings": round(one_document["full_build_seconds"] / chunk_embedding_seconds, 2),
+        "graph_wide_over_chunk_embeddings": round(one_document["graph_wide_seconds"] / chunk_embedding_seconds, 2),
+        "full_build_over_model_alone": round(one_document["full_build_seconds"] / model_alone, 2),
+        "full_build_target_over_chunk_embeddings": FULL_BUILD_TARGET_OVER_CHUNK_EMBEDDINGS,
         "checks": report.checks,
         "one_document": one_document,
     }
@@ -148,7 +157,8 @@ def measure_one_document(
     progress("building the rest of the write side (extraction, entity graph, communities, profiles, RAPTOR)")
     started = time.perf_counter()
     built = materialize(list(REST_OF_BUILD), definitions=defs, instance=instance, database_url=url)
-    full_build = per_document_seconds + time.perf_counter() - started
+    graph_wide = time.perf_counter() - started
+    full_build = per_document_seconds + graph_wide
     write_jsonl(folder / "one-more.jsonl", [held_out])
     progress(f"ingesting one more passage ({held_out['id']}) into the built corpus")
     started = time.perf_counter()
@@ -157,6 +167,7 @@ def measure_one_document(
     return {
         "seconds": round(seconds, 2),
         "full_build_seconds": round(full_build, 2),
+        "graph_wide_seconds": round(graph_wide, 2),
         "share_of_full_build": round(seconds / full_build, 4),
         "target_share": ONE_DOCUMENT_TARGET_SHARE,
         "full_build_steps": _step_seconds(built, REST_OF_BUILD),

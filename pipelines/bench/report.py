@@ -133,6 +133,14 @@ def render_ingest(ingest: Mapping) -> list[str]:
         f"{_x(ratio_)} (target ≤ 2×: {'met' if ratio_ <= 2 else 'missed'})"
     )
     one = ingest["one_document"]
+    over = ingest["full_build_over_chunk_embeddings"]
+    target = ingest["full_build_target_over_chunk_embeddings"]
+    lines.append(
+        f"  full build {one['full_build_seconds']:.1f} s = {_x(over)} the chunk_embeddings step "
+        f"(target ≤ {target:g}×: {'met' if over <= target else 'missed'}); its graph-wide part "
+        f"{one['graph_wide_seconds']:.1f} s = {_x(ingest['graph_wide_over_chunk_embeddings'])}; "
+        f"full build / model alone {_x(ingest['full_build_over_model_alone'])}"
+    )
     share = one["share_of_full_build"]
     redone = ", ".join(
         f"{name} {figures['recomputed']} recomputed / {figures['kept']} kept ({figures['mode']})"

@@ -45,8 +45,6 @@ PARALLEL_WORKERS = "0"
 # pg_trgm.similarity_threshold, 0.3 by default, and the template then keeps those at
 # mention_fuzzy_similarity. Raising the threshold to that setting lets the index prune with it:
 # the same rows, a third of the time on MuSiQue's 80-160 question terms.
-# A standby refuses writes anyway; on the primary this proves find writes nothing.
-READ_ONLY = "SET TRANSACTION READ ONLY"
 ENTER_SETTINGS = "SELECT set_config(name, value, true) FROM unnest(%s::text[], %s::text[]) AS s(name, value)"
 READ_SETTINGS = "SELECT name, current_setting(name) FROM unnest(%s::text[]) AS s(name)"
 # Statements whose validity ended, with no live fact saying the same: a summary or passage that
@@ -182,7 +180,11 @@ def find_transaction(
 
 
 def find_settings(config: LanegraphConfig) -> dict[str, str]:
+    # Read-only proves on the primary that find writes nothing (a standby refuses writes anyway).
+    # It is a setting like the others (SET TRANSACTION READ ONLY sets it), so one round trip enters
+    # them all: find waits for each round trip it makes before its statement.
     return {
+        "transaction_read_only": "on",
         "plan_cache_mode": PLAN_CACHE_MODE,
         "max_parallel_workers_per_gather": PARALLEL_WORKERS,
         "hnsw.ef_search": str(ANN_WINDOW),
@@ -193,7 +195,6 @@ def find_settings(config: LanegraphConfig) -> dict[str, str]:
 def enter_find_settings(connection: psycopg.Connection, config: LanegraphConfig) -> None:
     """Find's settings, for the rest of the current transaction (for a long-lived connection that
     runs find many times, as the benchmark's do)."""
-    connection.execute(READ_ONLY)
     settings = find_settings(config)
     connection.execute(ENTER_SETTINGS, (list(settings), list(settings.values())))
 

@@ -115,4 +115,5 @@ def test_the_floor_probes_only_what_the_statement_reads() -> None:
     assert {"profile", "communities", "entity_kind", "dense_entity", "dense_chunk", "bm25", "title", "mentions"} <= every
     # The overview lane reads the few RAPTOR roots through raptor_node_level_idx, not HNSW.
     assert "raptor" not in every
-    assert default == every - {"profile", "communities", "entity_kind", "dense_entity"}
+    # Nor does the default facts lane look named entities up: it walks from them only when hops > 0.
+    assert default == every - {"profile", "communities", "entity_kind", "dense_entity", "mentions"}

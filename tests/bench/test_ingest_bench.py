@@ -1,5 +1,6 @@
-"""The ingest benchmark on a few demo passages: the report's shape, the one-document ingest into the
-built corpus included (its figures, not their size, which only a real corpus makes meaningful)."""
+"""The ingest benchmark on a few demo passages: the report's shape, the full build beside the chunk
+embeddings and the one-document ingest into the built corpus included (their figures, not their
+size, which only a real corpus makes meaningful)."""
 
 from __future__ import annotations
 
@@ -23,4 +24,13 @@ def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server
     assert set(one["graph_refresh"]) == set(REBUILDING)
     assert all(figures["mode"] == "incremental" for figures in one["graph_refresh"].values())
     assert all(one["checks"].values()), one["checks"]
-    assert any(line.startswith("  one more document into the built corpus: ") for line in render_ingest(report))
+    # The full build beside the chunk_embeddings step of the same run, as the target reads.
+    chunk_embeddings = report["steps"]["chunk_embeddings"]["seconds"]
+    assert one["full_build_seconds"] == pytest.approx(report["end_to_end_seconds"] + one["graph_wide_seconds"], abs=0.02)
+    assert report["full_build_over_chunk_embeddings"] == pytest.approx(one["full_build_seconds"] / chunk_embeddings, abs=0.01)
+    assert report["graph_wide_over_chunk_embeddings"] == pytest.approx(one["graph_wide_seconds"] / chunk_embeddings, abs=0.01)
+    assert report["full_build_over_model_alone"] > 0 and report["full_build_target_over_chunk_embeddings"] == 2
+    rendered = render_ingest(report)
+    assert any(line.startswith("  one more document into the built corpus: ") for line in rendered)
+    assert any(line.startswith("  full build ") for line in rendered)
+

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from pipelines.resources.database import Database
 from pipelines.write.extraction.extraction import extract_documents
-from pipelines.write.extraction.extraction_store import canonical_mentions
-from pipelines.write.extraction.extraction_model import Mention
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, Mention
+from pipelines.write.extraction.extraction_store import canonical_mentions, entity_id
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 from tests.write.corpus import retract_document, seed_documents
 
@@ -101,6 +103,63 @@ def test_near_duplicate_names_of_one_kind_resolve_to_one_entity(database: Databa
     with database.connection() as connection:
         kelpstone = connection.execute("SELECT count(*) FROM entity WHERE name ILIKE 'kelpstone%%'").fetchone()[0]
     assert kelpstone == 1
+
+
+
+
+class CannedExtractor:
+    """Names each chunk the mentions given for the first line of its text, whatever the text says."""
+
+    def __init__(self, mentions: dict[str, list[Mention]]) -> None:
+        self.mentions = mentions
+
+    def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
+        return [ChunkExtraction(chunk.id, mentions=self.mentions[chunk.text.splitlines()[0]]) for chunk in chunks]
+
+
+def test_a_near_name_resolves_to_the_most_similar_entity_of_its_kind_and_never_joins_codes(database: Database) -> None:
+    extractor = CannedExtractor({
+        "# A": [
+            Mention("Kelpstone Photonic", "organization"),  # similarity 0.85 to "kelpstone photonics"
+            Mention("Kelpstone Photonics Lab", "organization"),  # 0.83, and the smaller id
+            Mention("Kelpstone Photonics 2", "product"),  # 0.90, but another kind
+            Mention("HX-4417", "code"),  # 0.60 to "hx-4418"
+        ],
+        "# B": [Mention("Kelpstone Photonics", "organization"), Mention("HX-4418", "code")],
+    })
+    seed_documents(database, {"a.md": "# A\n\nSuppliers.\n", "b.md": "# B\n\nSuppliers again.\n"})
+    extract_documents(database, extractor, ["a.md"], 0.55)
+    report = extract_documents(database, extractor, ["b.md"], 0.55).documents["b.md"]
+
+    with database.connection() as connection:
+        resolved = dict(connection.execute(
+            "SELECT m.name, e.name FROM entity_mention m JOIN entity e ON e.id = m.entity_id WHERE m.document_id = 'b.md'"
+        ).fetchall())
+    assert entity_id("organization", "kelpstone photonics lab") < entity_id("organization", "kelpstone photonic")
+    assert resolved == {"Kelpstone Photonics": "Kelpstone Photonic", "HX-4418": "HX-4418"}
+    assert report.entities_created == 1
+
+def test_a_documents_other_names_become_aliases_later_documents_resolve_by(database: Database) -> None:
+    seed_documents(database, {
+        "a.md": (
+            "# Kennedy\n\nJohn F. Kennedy met the Federal Bureau of Investigation (FBI) in Dallas. "
+            "Kennedy was born in Brookline.\n"
+        ),
+    })
+    first = extract(database, "a.md").documents["a.md"]
+    seed_documents(database, {"b.md": "# Report\n\nThe FBI is based in Washington.\n"})
+    second = extract(database, "b.md").documents["b.md"]
+
+    with database.connection() as connection:
+        aliases = dict(connection.execute("SELECT name, aliases FROM entity WHERE aliases <> '{}'").fetchall())
+        subjects = {
+            name for (name,) in connection.execute(
+                "SELECT e.name FROM fact f JOIN entity e ON e.id = f.subject_id WHERE f.document_id = 'b.md'"
+            )
+        }
+    assert aliases == {"John F. Kennedy": ["kennedy"], "Federal Bureau of Investigation": ["fbi"]}
+    assert first.entities_created >= 3 and second.entities_created == 1
+    assert subjects == {"Federal Bureau of Investigation"}
 
 
 @pytest.mark.parametrize(

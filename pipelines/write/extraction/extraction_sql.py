@@ -1,7 +1,7 @@
 """SQL of the entities_and_facts step: entity resolution, fact consolidation, supersession.
 
-Statements only; `extraction_store` runs them. Every value is a bind parameter. The staged tables
-are per-transaction temporary tables the store fills with COPY.
+Statements only; `extraction_store` runs them. Every value is a bind parameter; a document's
+names and facts come as arrays, one per column.
 """
 
 # The ontology's kinds exist before any entity names them; a changed description drops the
@@ -35,25 +35,25 @@ GRAPH_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('lanegraph.entities_an
 
 SET_SIMILARITY_THRESHOLD = "SELECT set_config('pg_trgm.similarity_threshold', %(threshold)s, true)"
 
-STAGE_MENTIONS = """
-CREATE TEMPORARY TABLE staged_mention (
-    normalized  text PRIMARY KEY,
-    name        text NOT NULL,
-    kind        text NOT NULL
-) ON COMMIT DROP
-"""
-
 # First match wins: the same name and kind; the same name under another kind (the small tagger
 # often disagrees with itself); a recorded alias; the short name of a project ("Heron" for
 # "Project Heron"); a near-identical name of the same kind (trigram similarity, codes excluded
 # because HX-4417 and HX-4418 are different faults). Only entities of the document's own scope set
 # are candidates: an entity is readable exactly by those who may read every document naming it.
+# The document's distinct names come as arrays, one statement per document rather than a staged table.
+# The near-name probe runs only for a name no earlier match found. It must read the trigram index
+# (entity_name_trgm_idx, without a pending list since migration 0070), then keep the kind and
+# scope set: pg_trgm prices a similarity like an equality, so the planner would rather compute it
+# for every entity of the kind (reached by the unique index) or of the table (a sequential scan,
+# which the OFFSET 0 fence alone leaves open): 1,500 to 4,000 entities per name at 1,000
+# passages, so a build's resolution grew with the square of its graph. The fence keeps the index
+# the probe's only way in, and the caller turns sequential scans off around this one statement.
 RESOLVE_MENTIONS = """
 SELECT s.normalized,
        coalesce(same.id, renamed.id, aliased.id, project.id, fuzzy.id) AS entity_id,
        coalesce(same.id, renamed.id) IS NULL AND coalesce(aliased.id, project.id, fuzzy.id) IS NOT NULL
            AS via_alias
-FROM staged_mention s
+FROM unnest(%(normalized)s::text[], %(kinds)s::text[]) AS s(normalized, kind)
 LEFT JOIN LATERAL (
     SELECT e.id FROM entity e
     WHERE e.kind = s.kind AND e.normalized_name = s.normalized AND e.scopes = %(scopes)s::text[]
@@ -72,23 +72,44 @@ LEFT JOIN LATERAL (
       AND e.scopes = %(scopes)s::text[]
 ) project ON true
 LEFT JOIN LATERAL (
-    SELECT e.id FROM entity e
-    WHERE s.kind <> 'code' AND e.kind = s.kind AND lower(e.name) %% s.normalized AND e.scopes = %(scopes)s::text[]
-    ORDER BY similarity(lower(e.name), s.normalized) DESC, e.id LIMIT 1
+    SELECT near.id FROM (
+        SELECT e.id, e.name, e.kind, e.scopes FROM entity e
+        WHERE coalesce(same.id, renamed.id, aliased.id, project.id) IS NULL AND s.kind <> 'code'
+          AND lower(e.name) %% s.normalized
+        OFFSET 0
+    ) near
+    WHERE near.kind = s.kind AND near.scopes = %(scopes)s::text[]
+    ORDER BY similarity(lower(near.name), s.normalized) DESC, near.id LIMIT 1
 ) fuzzy ON true
 """
 
-INSERT_ENTITY = """
+SEQUENTIAL_SCANS_OFF = "SET LOCAL enable_seqscan = off"
+SEQUENTIAL_SCANS_ON = "SET LOCAL enable_seqscan = on"
+
+# The names no entity answered to, created in one statement; RETURNING names each row, as it
+# comes back in no particular order.
+INSERT_ENTITIES = """
 INSERT INTO entity (id, name, kind, normalized_name, scopes)
-VALUES (%(id)s, %(name)s, %(kind)s, %(normalized)s, %(scopes)s)
+SELECT n.id, n.name, n.kind, n.normalized, %(scopes)s::text[]
+FROM unnest(%(ids)s::text[], %(names)s::text[], %(kinds)s::text[], %(normalized)s::text[])
+    AS n(id, name, kind, normalized)
 ON CONFLICT (kind, normalized_name, scopes) DO UPDATE SET name = entity.name
-RETURNING id
+RETURNING normalized_name, id
 """
 
-ADD_ALIAS = """
-UPDATE entity
-SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(aliases || %(alias)s::text) a ORDER BY a)
-WHERE id = %(id)s AND normalized_name <> %(alias)s AND NOT aliases @> ARRAY[%(alias)s::text]
+# Every alias the document declares, per entity in one statement: the set stays sorted and
+# distinct whatever order the aliases come in, and a name is never its own alias.
+ADD_ALIASES = """
+UPDATE entity e
+SET aliases = ARRAY(SELECT DISTINCT a FROM unnest(e.aliases || added.aliases) a ORDER BY a)
+FROM (
+    SELECT a.id, array_agg(a.alias) AS aliases
+    FROM unnest(%(ids)s::text[], %(aliases)s::text[]) AS a(id, alias)
+    JOIN entity x ON x.id = a.id
+    WHERE x.normalized_name <> a.alias AND NOT x.aliases @> ARRAY[a.alias]
+    GROUP BY a.id
+) added
+WHERE e.id = added.id
 """
 
 # Entities that are a project's short name but were created before the project was seen.
@@ -138,26 +159,21 @@ DELETE_ENTITY = "DELETE FROM entity WHERE id = %(loser)s"
 
 REPLACE_DOCUMENT_MENTIONS = "DELETE FROM entity_mention WHERE document_id = %(document_id)s"
 
-STAGE_FACTS = """
-CREATE TEMPORARY TABLE staged_fact (
-    id               text NOT NULL,
-    subject_id       text NOT NULL,
-    predicate        text NOT NULL,
-    object_id        text,
-    object_value     text,
-    statement        text NOT NULL,
-    source_chunk_id  text NOT NULL,
-    valid_from       timestamptz,
-    valid_to         timestamptz
-) ON COMMIT DROP
+# The document's facts as arrays, one per column (the store's FACT_COLUMNS), read by the two
+# statements below: a statement per step rather than a staged table created and dropped per document.
+STATED_FACTS = """
+unnest(%(ids)s::text[], %(subject_ids)s::text[], %(predicates)s::text[], %(object_ids)s::text[],
+       %(object_values)s::text[], %(statements)s::text[], %(source_chunk_ids)s::text[],
+       %(valid_froms)s::timestamptz[], %(valid_tos)s::timestamptz[])
+    AS s(id, subject_id, predicate, object_id, object_value, statement, source_chunk_id, valid_from, valid_to)
 """
 
 # A believed fact of the document that the new extraction no longer states stops being believed.
-CLOSE_UNSTATED_FACTS = """
+CLOSE_UNSTATED_FACTS = f"""
 UPDATE fact f SET recorded_to = now()
 WHERE f.document_id = %(document_id)s AND f.recorded_to IS NULL
   AND NOT EXISTS (
-    SELECT 1 FROM staged_fact s
+    SELECT 1 FROM {STATED_FACTS}
     WHERE f.perspective = '' AND lower(f.statement) = lower(s.statement)
       AND f.subject_id = s.subject_id AND f.predicate = s.predicate
       AND coalesce(f.object_id, '') = coalesce(s.object_id, '')
@@ -166,12 +182,12 @@ WHERE f.document_id = %(document_id)s AND f.recorded_to IS NULL
 """
 
 # An identical believed statement is already there: the unique index turns the insert into a no-op.
-INSERT_STAGED_FACTS = """
+INSERT_STATED_FACTS = f"""
 INSERT INTO fact (id, subject_id, predicate, object_id, object_value, statement, source_chunk_id,
                   document_id, valid_from, valid_to, scopes)
 SELECT lanegraph_next_fact_id(s.id), s.subject_id, s.predicate, s.object_id, s.object_value,
        s.statement, s.source_chunk_id, %(document_id)s, s.valid_from, s.valid_to, %(scopes)s
-FROM staged_fact s
+FROM {STATED_FACTS}
 ON CONFLICT (perspective, lower(statement), subject_id, predicate, coalesce(object_id, ''), coalesce(source_chunk_id, ''))
     WHERE recorded_to IS NULL
 DO NOTHING

@@ -143,29 +143,35 @@ def _resolve_entities(
     """normalised name -> entity id among the entities of the document's scope set, creating
     entities and recording aliases as needed."""
     distinct = {mention.normalized_name: mention for mention in canonical.values()}
-    connection.execute(q.STAGE_MENTIONS)
-    with connection.cursor().copy("COPY staged_mention (normalized, name, kind) FROM STDIN") as copy:
-        for normalized, mention in distinct.items():
-            copy.write_row((normalized, mention.name, mention.kind))
     by_canonical: dict[str, str] = {}
     aliases: set[tuple[str, str]] = set()
-    for normalized, found, via_alias in connection.execute(q.RESOLVE_MENTIONS, {"scopes": scopes}).fetchall():
+    new: list[Mention] = []
+    connection.execute(q.SEQUENTIAL_SCANS_OFF)
+    matches = connection.execute(
+        q.RESOLVE_MENTIONS,
+        {"normalized": list(distinct), "kinds": [mention.kind for mention in distinct.values()], "scopes": scopes},
+    ).fetchall()
+    connection.execute(q.SEQUENTIAL_SCANS_ON)
+    for normalized, found, via_alias in matches:
         if found is None:
-            mention = distinct[normalized]
-            found = connection.execute(
-                q.INSERT_ENTITY,
-                {"id": entity_id(mention.kind, normalized, scopes), "name": mention.name, "kind": mention.kind,
-                 "normalized": normalized, "scopes": scopes},
-            ).fetchone()[0]
-            counts.entities_created += 1
+            new.append(distinct[normalized])
         elif via_alias:
             aliases.add((found, normalized))
         by_canonical[normalized] = found
-    connection.execute("DROP TABLE staged_mention")
+    if new:
+        by_canonical.update(connection.execute(q.INSERT_ENTITIES, {
+            "ids": [entity_id(mention.kind, mention.normalized_name, scopes) for mention in new],
+            "names": [mention.name for mention in new],
+            "kinds": [mention.kind for mention in new],
+            "normalized": [mention.normalized_name for mention in new],
+            "scopes": scopes,
+        }).fetchall())
+        counts.entities_created += len(new)
     resolved = {name: by_canonical[mention.normalized_name] for name, mention in canonical.items()}
     aliases.update((resolved[name], name) for name, mention in canonical.items() if name != mention.normalized_name)
-    for found, alias in sorted(aliases):
-        connection.execute(q.ADD_ALIAS, {"id": found, "alias": alias})
+    if aliases:
+        found_ids, alias_names = zip(*sorted(aliases))
+        connection.execute(q.ADD_ALIASES, {"ids": list(found_ids), "aliases": list(alias_names)})
     ids = sorted(set(resolved.values()))
     for loser, winner in connection.execute(q.PROJECT_SHORT_NAMES, {"ids": ids}).fetchall():
         merge_entities(connection, loser, winner)
@@ -202,6 +208,13 @@ def _write_mentions(
         for (entity, chunk_id, name, kind), mentions in sorted(tally.items()):
             copy.write_row((entity, chunk_id, document_id, name, kind, mentions, scopes))
     return sum(tally.values())
+
+
+# The columns of a row of _staged_fact_rows, as STATED_FACTS names their arrays.
+FACT_COLUMNS = (
+    "ids", "subject_ids", "predicates", "object_ids", "object_values", "statements", "source_chunk_ids",
+    "valid_froms", "valid_tos",
+)
 
 
 def _staged_fact_rows(
@@ -269,18 +282,11 @@ def write_document_extraction(
     counts.mentions = _write_mentions(connection, document_id, scopes, extractions, resolved)
     staged = _staged_fact_rows(extractions, resolved)
     counts.facts_stated = len(staged)
-    connection.execute(q.STAGE_FACTS)
-    with connection.cursor().copy(
-        "COPY staged_fact (id, subject_id, predicate, object_id, object_value, statement, "
-        "source_chunk_id, valid_from, valid_to) FROM STDIN"
-    ) as copy:
-        for row in staged:
-            copy.write_row(row)
-    counts.facts_closed = connection.execute(q.CLOSE_UNSTATED_FACTS, {"document_id": document_id}).rowcount
+    stated = {column: [row[index] for row in staged] for index, column in enumerate(FACT_COLUMNS)}
+    counts.facts_closed = connection.execute(q.CLOSE_UNSTATED_FACTS, {**stated, "document_id": document_id}).rowcount
     counts.facts_inserted = connection.execute(
-        q.INSERT_STAGED_FACTS, {"document_id": document_id, "scopes": scopes}
+        q.INSERT_STATED_FACTS, {**stated, "document_id": document_id, "scopes": scopes}
     ).rowcount
-    connection.execute("DROP TABLE staged_fact")
     counts.facts_superseded = _supersede(connection, staged)
     return counts
 

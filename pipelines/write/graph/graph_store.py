@@ -173,8 +173,7 @@ def _write(
     """The step's rows summarised anew written (parents first), every row not in `final_keys` deleted,
     and the settings recorded, in the caller's transaction."""
     connection.execute(lock)
-    for row in rows:
-        connection.execute(upsert, row)
+    connection.cursor().executemany(upsert, rows)
     connection.execute(delete_except, {"ids": list(final_keys)})
     connection.execute(q.RECORD_BUILT_WITH, {"key": _settings_key(step), "value": settings})
 
