@@ -35,8 +35,8 @@ from pipelines.bench.loader import drop_schema, recreate_schema
 from pipelines.config import default_config_path, load_config
 from pipelines.definitions import defs
 from pipelines.defs.write.graph_schedule import REBUILDING_ASSETS, full_rebuild_config
-from pipelines.evaluation.build import store_fingerprint
-from pipelines.evaluation.dataset import corpus_fingerprint, load_dataset, write_corpus_jsonl
+from pipelines.evaluation.build import build_fingerprint, store_fingerprint
+from pipelines.evaluation.dataset import load_dataset, write_corpus_jsonl
 from pipelines.evaluation.demo_dataset import write_demo_dataset
 from pipelines.evaluation.run import EvaluationRequest, evaluate
 from pipelines.orchestration.runner import ingest, materialize
@@ -115,7 +115,7 @@ def measure_drift(dataset_path: Path, held_out: int, progress: Callable[[str], N
                        for name in REBUILDING_ASSETS},
                 })
             # The evaluation reuses a database whose fingerprint says it holds this corpus's build.
-            store_fingerprint(url, corpus_fingerprint(dataset.passages, settings.model_dump_json()))
+            store_fingerprint(url, build_fingerprint(dataset, defs))
             request = EvaluationRequest(
                 dataset=dataset_path, definitions=defs, database_url=url,
                 lanes_files=(summary_lanes_settings(Path(scratch) / "summary-lanes.yaml"),),

@@ -107,6 +107,11 @@ def write_side(definitions: dg.Definitions, pipeline_settings: str) -> str:
     return pipeline_settings + "\0" + ",".join(assets)
 
 
+def build_fingerprint(dataset: Dataset, definitions: dg.Definitions) -> str:
+    """What a database holding this dataset's build records, so an evaluation can reuse it."""
+    return corpus_fingerprint(dataset.passages, write_side(definitions, load_config().pipeline.model_dump_json()))
+
+
 def ensure_built(
     dataset: Dataset,
     definitions: dg.Definitions,
@@ -122,9 +127,8 @@ def ensure_built(
     incremental path follows file contents, not settings) or when `rebuild` asks for it (after an
     upgrade that changes what an existing asset writes, which the fingerprint cannot see). A given `database_url` must
     be empty or hold this very build."""
-    pipeline = load_config().pipeline
-    fingerprint = corpus_fingerprint(dataset.passages, write_side(definitions, pipeline.model_dump_json()))
-    dimension = pipeline.embedding.dimension
+    fingerprint = build_fingerprint(dataset, definitions)
+    dimension = load_config().pipeline.embedding.dimension
     url = database_url or eval_database_url(dataset.name)
     prepare_database(url, dimension)
     stored = stored_fingerprint(url)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from pipelines.evaluation.build import write_side
+from pipelines.evaluation.build import build_fingerprint, ensure_built, store_fingerprint, write_side
 from pipelines.evaluation.dataset import (
     corpus_fingerprint,
     corpus_records,
@@ -108,3 +109,19 @@ def test_a_release_with_a_new_asset_needs_a_new_build():
     assert before == write_side(dg.Definitions(assets=[chunks]), "settings")
     assert before != write_side(dg.Definitions(assets=[chunks, title_links]), "settings")
     assert before != write_side(dg.Definitions(assets=[chunks]), "other settings")
+
+
+def test_a_database_given_with_this_builds_fingerprint_is_reused_not_refused(
+    tmp_path: Path, make_schema_url: Callable[[], str]
+) -> None:
+    # The graph drift benchmark builds through the runner, records the build, then evaluates on it.
+    @dg.asset
+    def chunks() -> None: ...
+
+    definitions = dg.Definitions(assets=[chunks])
+    dataset = load_dataset(dataset_file(tmp_path))
+    url = make_schema_url()
+    store_fingerprint(url, build_fingerprint(dataset, definitions))
+    said: list[str] = []
+    assert ensure_built(dataset, definitions, said.append, url) == url
+    assert said == [f"reusing the toy build (3 passages, fingerprint {build_fingerprint(dataset, definitions)[:12]})"]
