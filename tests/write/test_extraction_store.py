@@ -105,8 +105,6 @@ def test_near_duplicate_names_of_one_kind_resolve_to_one_entity(database: Databa
     assert kelpstone == 1
 
 
-
-
 class CannedExtractor:
     """Names each chunk the mentions given for the first line of its text, whatever the text says."""
 
@@ -138,6 +136,7 @@ def test_a_near_name_resolves_to_the_most_similar_entity_of_its_kind_and_never_j
     assert entity_id("organization", "kelpstone photonics lab") < entity_id("organization", "kelpstone photonic")
     assert resolved == {"Kelpstone Photonics": "Kelpstone Photonic", "HX-4418": "HX-4418"}
     assert report.entities_created == 1
+
 
 def test_a_documents_other_names_become_aliases_later_documents_resolve_by(database: Database) -> None:
     seed_documents(database, {
