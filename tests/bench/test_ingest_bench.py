@@ -36,4 +36,3 @@ def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server
     rendered = render_ingest(report)
     assert any(line.startswith("  one more document into the built corpus: ") for line in rendered)
     assert any(line.startswith("  full build ") for line in rendered)
-
