@@ -115,7 +115,7 @@ def measure_drift(dataset_path: Path, held_out: int, progress: Callable[[str], N
                        for name in REBUILDING_ASSETS},
                 })
             # The evaluation reuses a database whose fingerprint says it holds this corpus's build.
-            store_fingerprint(url, build_fingerprint(dataset, defs))
+            store_fingerprint(url, build_fingerprint(dataset, defs, settings))
             request = EvaluationRequest(
                 dataset=dataset_path, definitions=defs, database_url=url,
                 lanes_files=(summary_lanes_settings(Path(scratch) / "summary-lanes.yaml"),),

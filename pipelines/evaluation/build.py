@@ -19,7 +19,7 @@ import dagster as dg
 import psycopg
 from psycopg import sql
 
-from pipelines.config import data_dir, load_config
+from pipelines.config import PipelineSettings, data_dir, load_config
 from pipelines.evaluation.dataset import Dataset, corpus_fingerprint, database_suffix, write_corpus_jsonl
 from pipelines.resources.database import connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
@@ -107,9 +107,9 @@ def write_side(definitions: dg.Definitions, pipeline_settings: str) -> str:
     return pipeline_settings + "\0" + ",".join(assets)
 
 
-def build_fingerprint(dataset: Dataset, definitions: dg.Definitions) -> str:
+def build_fingerprint(dataset: Dataset, definitions: dg.Definitions, pipeline: PipelineSettings) -> str:
     """What a database holding this dataset's build records, so an evaluation can reuse it."""
-    return corpus_fingerprint(dataset.passages, write_side(definitions, load_config().pipeline.model_dump_json()))
+    return corpus_fingerprint(dataset.passages, write_side(definitions, pipeline.model_dump_json()))
 
 
 def ensure_built(
@@ -127,8 +127,9 @@ def ensure_built(
     incremental path follows file contents, not settings) or when `rebuild` asks for it (after an
     upgrade that changes what an existing asset writes, which the fingerprint cannot see). A given `database_url` must
     be empty or hold this very build."""
-    fingerprint = build_fingerprint(dataset, definitions)
-    dimension = load_config().pipeline.embedding.dimension
+    pipeline = load_config().pipeline
+    fingerprint = build_fingerprint(dataset, definitions, pipeline)
+    dimension = pipeline.embedding.dimension
     url = database_url or eval_database_url(dataset.name)
     prepare_database(url, dimension)
     stored = stored_fingerprint(url)

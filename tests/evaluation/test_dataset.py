@@ -9,6 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from pipelines.config import load_config
 from pipelines.evaluation.build import build_fingerprint, ensure_built, store_fingerprint, write_side
 from pipelines.evaluation.dataset import (
     corpus_fingerprint,
@@ -120,8 +121,9 @@ def test_a_database_given_with_this_builds_fingerprint_is_reused_not_refused(
 
     definitions = dg.Definitions(assets=[chunks])
     dataset = load_dataset(dataset_file(tmp_path))
+    fingerprint = build_fingerprint(dataset, definitions, load_config().pipeline)
     url = make_schema_url()
-    store_fingerprint(url, build_fingerprint(dataset, definitions))
+    store_fingerprint(url, fingerprint)
     said: list[str] = []
     assert ensure_built(dataset, definitions, said.append, url) == url
-    assert said == [f"reusing the toy build (3 passages, fingerprint {build_fingerprint(dataset, definitions)[:12]})"]
+    assert said == [f"reusing the toy build (3 passages, fingerprint {fingerprint[:12]})"]
