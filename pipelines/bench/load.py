@@ -53,8 +53,8 @@ class StoredVectors:
         self.dimension = len(first)
         self.model_id = "stored-question-vectors"
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._vectors[text] for text in texts])
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        return np.stack([self._vectors[question] for question in questions])
 
 
 @dataclass(frozen=True)

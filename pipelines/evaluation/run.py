@@ -28,7 +28,7 @@ from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
 from pipelines.read.find import estimate_tokens, find, find_transaction, pack
 from pipelines.resources.database import Database, open_database
-from pipelines.resources.embedder import Embedder, EmbedderResource
+from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 from pipelines.errors import InputError
 from pipelines.resources.read_servers import ReadServers
 from pipelines.write.progress import step_progress
@@ -68,20 +68,20 @@ class EvaluationRequest:
 class QuestionVectors:
     """An embedder that answers from vectors computed once for the evaluated questions."""
 
-    def __init__(self, embedder: Embedder, questions: Sequence[str]) -> None:
+    def __init__(self, embedder: QuestionEmbedder, questions: Sequence[str]) -> None:
         self.model_id = embedder.model_id
         self.dimension = embedder.dimension
         self._embedder = embedder
-        self._vectors = dict(zip(questions, embedder.embed(list(questions)), strict=True))
+        self._vectors = dict(zip(questions, embedder.embed_questions(list(questions)), strict=True))
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [text for text in texts if text not in self._vectors]
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        missing = [question for question in questions if question not in self._vectors]
         if missing:
-            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
-        return np.stack([self._vectors[text] for text in texts])
+            self._vectors.update(zip(missing, self._embedder.embed_questions(missing), strict=True))
+        return np.stack([self._vectors[question] for question in questions])
 
 
-def _find_retriever(database: Database | ReadServers, arm: Arm, embedder: Embedder, depth: int) -> Retriever:
+def _find_retriever(database: Database | ReadServers, arm: Arm, embedder: QuestionEmbedder, depth: int) -> Retriever:
     # Enough rows for every cutoff: a k below the deepest cutoff would cap Recall@k by construction.
     k = max(arm.config.settings.k, depth)
 
@@ -95,12 +95,12 @@ def _find_retriever(database: Database | ReadServers, arm: Arm, embedder: Embedd
     return retrieve
 
 
-def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retriever:
+def _ranking_retriever(database: Database, arm: Arm, embedder: QuestionEmbedder) -> Retriever:
     assert arm.ranking is not None
     ranking = ranking_statement(arm.config, arm.ranking)
 
     def retrieve(question: str) -> Retrieved:
-        vector = embedder.embed([question])[0]
+        vector = embedder.embed_questions([question])[0]
         # The ranking as it runs inside find: same plan mode, same HNSW search depth.
         with find_transaction(database, arm.config) as connection:
             rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
@@ -109,13 +109,13 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retr
     return retrieve
 
 
-def _ppr_retriever(database: Database, arm: Arm, embedder: Embedder) -> Retriever:
+def _ppr_retriever(database: Database, arm: Arm, embedder: QuestionEmbedder) -> Retriever:
     # The graph is read once per arm; the walk itself is what each question's latency measures.
     with database.connection() as connection:
         graph = load_entity_graph(connection, arm.config.settings.bridge_fanout)
 
     def retrieve(question: str) -> Retrieved:
-        vector = embedder.embed([question])[0]
+        vector = embedder.embed_questions([question])[0]
         with find_transaction(database, arm.config) as connection:
             chunk_ids = ppr_ranking(connection, graph, question, vector)
         return Retrieved([(None, chunk_id) for chunk_id in chunk_ids], None)
@@ -138,7 +138,7 @@ def run_arm(
     arm: Arm,
     questions: Sequence[Question],
     *,
-    embedder: Embedder,
+    embedder: QuestionEmbedder,
     chunk_documents: dict[str, str],
     depth: int,
     reads: ReadServers | None = None,

@@ -38,7 +38,7 @@ from pipelines.read.execute import run_statement
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
 from pipelines.resources.read_servers import ReadServers
-from pipelines.resources.embedder import Embedder
+from pipelines.resources.embedder import QuestionEmbedder
 
 DEFAULT_STATEMENT_TIMEOUT_SECONDS = 30.0
 CANCEL_REQUEST_TIMEOUT_SECONDS = 5.0
@@ -243,7 +243,7 @@ class PostgresQueryClient:
         database: Database | ReadServers,
         *,
         config: LanegraphConfig | None = None,
-        embedder: Embedder | None = None,
+        embedder: QuestionEmbedder | None = None,
         scopes: Sequence[str] | None = None,
         statement_timeout_seconds: float = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
         text_search_config: str = DEFAULT_TEXT_SEARCH_CONFIG,

@@ -36,7 +36,7 @@ from pipelines.fusion.models import (
 from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.resources.database import Database, connect
-from pipelines.resources.embedder import Embedder
+from pipelines.resources.embedder import QuestionEmbedder
 from pipelines.errors import InputError
 
 SHARD_SEPARATOR = "@"
@@ -126,7 +126,7 @@ class ShardClient:
         urls: Sequence[str],
         *,
         config: LanegraphConfig | None = None,
-        embedder: Embedder | None = None,
+        embedder: QuestionEmbedder | None = None,
         scopes: Sequence[str] | None = None,
     ) -> ShardClient:
         """Shards `shard1`, `shard2`, ... in the order given, each opened on first use; every

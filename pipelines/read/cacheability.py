@@ -38,7 +38,7 @@ from pipelines.read.execute import explain_statement, run_statement
 from pipelines.lanes_config import Settings
 from pipelines.read.schema import load_catalog
 from pipelines.resources.database import Database, connect
-from pipelines.resources.embedder import Embedder, EmbedderResource
+from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 
 # Below this many postings the planner drives the BM25 join from the chunk side (right for a toy
 # corpus), so the posting index check says why it failed.
@@ -93,7 +93,7 @@ def check_cacheability(
     config: LanegraphConfig,
     database: Database | None = None,
     *,
-    embedder: Embedder | None = None,
+    embedder: QuestionEmbedder | None = None,
     questions: Sequence[str] = PROBE_QUESTIONS,
 ) -> CacheabilityReport:
     """Compile (which enforces binds-only and the schema) and prove the other properties; the
@@ -107,7 +107,7 @@ def check_cacheability(
     plan = None
     if database is not None:
         embedder = embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
-        vectors = embedder.embed(list(questions))
+        vectors = embedder.embed_questions(list(questions))
         with database.connection([]) as confined:
             confined_plan = generic_plan(confined, statement)
         with _dedicated_connection(database) as connection:

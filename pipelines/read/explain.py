@@ -17,7 +17,7 @@ from pipelines.read.compiler import UNION_CTE, CompiledStatement, bind_values, c
 from pipelines.read.execute import explain_as_prepared
 from pipelines.read.find import find_settings, find_transaction, settings_in_force
 from pipelines.resources.database import Database
-from pipelines.resources.embedder import Embedder, EmbedderResource
+from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,11 @@ def explain_find(
     question: str,
     *,
     config: LanegraphConfig | None = None,
-    embedder: Embedder | None = None,
+    embedder: QuestionEmbedder | None = None,
 ) -> ExplainReport:
     config = config or load_config()
     statement = compile_find(config)
-    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
+    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed_questions([question])[0]
     values = bind_values(config, question=question, query_vector=vector)
     with find_transaction(database, config) as connection:
         settings = settings_in_force(connection, list(find_settings(config)))

@@ -24,7 +24,7 @@ from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.lanes_config import ANN_WINDOW
 from pipelines.resources.database import Database
-from pipelines.resources.embedder import Embedder, EmbedderResource
+from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 from pipelines.errors import InputError
 from pipelines.resources.read_servers import ReadServers
 
@@ -133,7 +133,7 @@ def find(
     k: int | None = None,
     budget: int | None = None,
     config: LanegraphConfig | None = None,
-    embedder: Embedder | None = None,
+    embedder: QuestionEmbedder | None = None,
     scopes: Sequence[str] | None = None,
 ) -> FindResult:
     """Answer-ready evidence for `question`, best first, within `budget` tokens.
@@ -159,7 +159,7 @@ def find(
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
     statement = compile_find(config)
-    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed([question])[0]
+    vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed_questions([question])[0]
     values = bind_values(config, question=question, query_vector=vector, k=k)
     with find_transaction(database, config, scopes) as connection:
         candidates = _candidates(config, run_statement(connection, statement, values))

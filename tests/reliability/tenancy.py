@@ -186,6 +186,9 @@ class HashedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return hashed_embedding(texts, self.dimension)
 
+    def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
+        return hashed_embedding(questions, self.dimension)
+
 
 class HashedEmbedderResource(EmbedderResource):
     """The word-hash embedder for Dagster runs: instant and deterministic."""

@@ -8,6 +8,7 @@ from pipelines.resources.embedder import (
     EmbeddingError,
     LocalMiniLMEmbedder,
     OpenAICompatibleEmbedder,
+    fixed_shape_passes,
 )
 from pipelines.errors import ConfigError, LanegraphError
 from tests.http_stub import StubServer
@@ -102,6 +103,48 @@ def test_local_embedder_result_does_not_depend_on_batching(local_embedder):
     np.testing.assert_allclose(
         local_embedder.embed(texts), LocalMiniLMEmbedder(batch_size=64).embed(texts), atol=1e-5
     )
+
+
+def test_local_embedder_vector_depends_on_the_text_alone_bit_for_bit(local_embedder):
+    # What lets an incremental rebuild equal a full one: the same text, whatever shares its call.
+    texts = [
+        "Paris is the capital of France and its largest city by far.", "Rome", "Berlin is in Germany.",
+        "Lisbon", "Madrid is the capital of Spain.", "Oslo", "Helsinki", "Tallinn is on the Gulf of Finland.",
+    ]
+    together = local_embedder.embed(texts)
+    for position, text in enumerate(texts):
+        assert np.array_equal(local_embedder.embed([text])[0], together[position]), text
+    assert np.array_equal(local_embedder.embed(texts[::-1]), together[::-1])
+
+
+def test_local_embedder_result_does_not_depend_on_the_token_bound(local_embedder):
+    texts = ["Paris is the capital of France and its largest city by far.", "Rome", "Berlin is in Germany."]
+
+    np.testing.assert_allclose(
+        LocalMiniLMEmbedder(batch_tokens=1).embed(texts), local_embedder.embed(texts), atol=1e-5
+    )
+
+
+def test_question_vectors_are_the_text_vectors_within_rounding(local_embedder):
+    questions = ["Who leads the firmware team?", "Which city is the capital of France and why is it so large?"]
+
+    np.testing.assert_allclose(local_embedder.embed_questions(questions), local_embedder.embed(questions), atol=1e-5)
+    assert local_embedder.embed_questions([]).shape == (0, 384)
+
+
+def test_fixed_shape_passes_group_texts_by_width_with_fixed_rows():
+    passes = fixed_shape_passes([3, 200, 7, 30, 5, 300], max_width=256, max_texts=2, max_tokens=1024)
+
+    assert [(p.positions, p.rows, p.width) for p in passes] == [
+        ([5], 2, 256),
+        ([1], 2, 224),
+        ([3], 2, 32),
+        ([0, 2], 2, 8),
+        ([4], 2, 8),
+    ]
+    assert [p.rows for p in fixed_shape_passes([100, 10], max_width=256, max_texts=64, max_tokens=1024)] == [9, 64]
+    assert [p.rows for p in fixed_shape_passes([256], max_width=256, max_texts=64, max_tokens=100)] == [1]
+    assert fixed_shape_passes([], max_width=256, max_texts=8, max_tokens=1024) == []
 
 
 def test_empty_input_gives_zero_rows(local_embedder, server, api_key):
