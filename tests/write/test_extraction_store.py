@@ -9,7 +9,7 @@ import pytest
 from pipelines.resources.database import Database
 from pipelines.write.extraction.extraction import extract_documents
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, Mention
-from pipelines.write.extraction.extraction_store import canonical_mentions, entity_id
+from pipelines.write.extraction.extraction_store import canonical_mentions, entity_id, write_document_extraction
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 from tests.write.corpus import retract_document, seed_documents
 
@@ -172,3 +172,14 @@ def test_a_documents_other_names_become_aliases_later_documents_resolve_by(datab
 def test_kind_vote_within_a_document(mentions: list[Mention], hints: list[Mention], expected: str) -> None:
     canonical = canonical_mentions(mentions, hints)
     assert canonical[mentions[0].normalized_name].kind == expected
+
+
+def test_writing_an_extraction_puts_back_the_callers_own_sequential_scan_setting(database: Database) -> None:
+    seed_documents(database, {"a.md": "# A\n\nSuppliers.\n"})
+    mention = Mention("Kelpstone Photonics", "organization")
+    extract_documents(database, CannedExtractor({"# A": [mention]}), ["a.md"], MERGE_SIMILARITY)
+    with database.connection() as connection, connection.transaction():
+        chunk_id, scopes = connection.execute("SELECT c.id, d.scopes FROM chunk c JOIN document d ON d.id = c.document_id").fetchone()
+        connection.execute("SET LOCAL enable_seqscan = off")
+        write_document_extraction(connection, "a.md", scopes, [ChunkExtraction(chunk_id, mentions=[mention])], MERGE_SIMILARITY)
+        assert connection.execute("SHOW enable_seqscan").fetchone() == ("off",)

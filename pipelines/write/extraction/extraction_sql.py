@@ -83,8 +83,10 @@ LEFT JOIN LATERAL (
 ) fuzzy ON true
 """
 
-SEQUENTIAL_SCANS_OFF = "SET LOCAL enable_seqscan = off"
-SEQUENTIAL_SCANS_ON = "SET LOCAL enable_seqscan = on"
+SEQUENTIAL_SCANS = "SELECT current_setting('enable_seqscan')"
+# For the rest of the transaction, like SET LOCAL, but to a bound value: the caller's own setting
+# (a role's or a session's `off`) is put back after the probe.
+SET_SEQUENTIAL_SCANS = "SELECT set_config('enable_seqscan', %(setting)s, true)"
 
 # The names no entity answered to, created in one statement; RETURNING names each row, as it
 # comes back in no particular order.

@@ -146,12 +146,13 @@ def _resolve_entities(
     by_canonical: dict[str, str] = {}
     aliases: set[tuple[str, str]] = set()
     new: list[Mention] = []
-    connection.execute(q.SEQUENTIAL_SCANS_OFF)
+    (setting_before,) = connection.execute(q.SEQUENTIAL_SCANS).fetchone()
+    connection.execute(q.SET_SEQUENTIAL_SCANS, {"setting": "off"})
     matches = connection.execute(
         q.RESOLVE_MENTIONS,
         {"normalized": list(distinct), "kinds": [mention.kind for mention in distinct.values()], "scopes": scopes},
     ).fetchall()
-    connection.execute(q.SEQUENTIAL_SCANS_ON)
+    connection.execute(q.SET_SEQUENTIAL_SCANS, {"setting": setting_before})
     for normalized, found, via_alias in matches:
         if found is None:
             new.append(distinct[normalized])
