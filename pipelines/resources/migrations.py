@@ -198,6 +198,19 @@ def vector_columns(connection: psycopg.Connection) -> list[tuple[str, str]]:
     ).fetchall()
 
 
+def hnsw_indexes(connection: psycopg.Connection, table: str | None = None) -> list[tuple[str, str]]:
+    """(name, CREATE INDEX statement) of the schema's HNSW indexes, or of one table's."""
+    return connection.execute(
+        """
+        SELECT indexname, indexdef FROM pg_indexes
+        WHERE schemaname = current_schema() AND indexdef LIKE '%% USING hnsw %%'
+          AND (%(table)s::text IS NULL OR tablename = %(table)s)
+        ORDER BY indexname
+        """,
+        {"table": table},
+    ).fetchall()
+
+
 def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -> int:
     """Retype every vector column to `dimension`, clearing embeddings; return the columns changed.
 
@@ -207,12 +220,7 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
     columns = vector_columns(connection)
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
-        indexes = connection.execute(
-            """
-            SELECT indexname, indexdef FROM pg_indexes
-            WHERE schemaname = current_schema() AND indexdef LIKE '%% USING hnsw %%'
-            """
-        ).fetchall()
+        indexes = hnsw_indexes(connection)
         # Views such as live_fact select the vector columns, and PostgreSQL refuses to retype a
         # column a view reads: drop them and recreate them from their stored definitions.
         views = connection.execute(

@@ -16,6 +16,7 @@ from pipelines.defs.write import document_assets, extraction_assets, graph_asset
 from pipelines.defs.write.graph_schedule import refresh_graph
 from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
+from pipelines.resources.migrations import hnsw_indexes
 from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.write.summaries.summarizer import SummarizerResource
 from pipelines.orchestration.runner import WriteReport, ingest, materialize
@@ -288,3 +289,27 @@ def test_raptor_tree_rises_to_few_roots(demo: DemoGraph) -> None:
         else:
             assert all(nodes[child][0] == level - 1 for child in children)
     assert leaves_covered == chunk_ids
+
+
+def test_a_first_build_leaves_every_hnsw_index_in_place_and_every_graph_row_embedded(
+    demo: DemoGraph, make_schema_url: Callable[[], str]
+) -> None:
+    # The first build writes the graph's vectors with the HNSW indexes dropped, then builds them.
+    fresh = Database(make_schema_url())
+    try:
+        with fresh.connection() as connection:
+            migrated = [name for name, _ in hnsw_indexes(connection)]
+    finally:
+        fresh.close()
+    with demo.database.connection() as connection:
+        assert [name for name, _ in hnsw_indexes(connection)] == migrated
+        assert {"fact_embedding_hnsw", "entity_embedding_hnsw"} <= set(migrated)
+    [(invalid, facts_without, entities_without)] = rows(
+        demo.database,
+        """
+        SELECT (SELECT count(*) FROM pg_index WHERE NOT indisvalid),
+               (SELECT count(*) FROM live_fact WHERE embedding IS NULL),
+               (SELECT count(*) FROM entity WHERE degree > 0 AND embedding IS NULL)
+        """,
+    )
+    assert (invalid, facts_without, entities_without) == (0, 0, 0)

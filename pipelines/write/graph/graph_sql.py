@@ -3,6 +3,8 @@
 Statements only; `graph_store` runs them. Every value is a bind parameter.
 """
 
+from psycopg import sql
+
 # An entity's kind is what most mentions of its own name call it (spelled-out project names, team
 # names and codes already carry their kind); the small tagger's odd guess in one document is
 # outvoted by the others. The embedding named the old kind, so it is cleared for re-embedding.
@@ -88,6 +90,9 @@ SELECT statement, array_agg(id ORDER BY id) FROM fact
 WHERE embedding IS NULL AND recorded_to IS NULL
 GROUP BY statement ORDER BY statement
 """
+EMBEDDED_ROWS = sql.SQL("SELECT count(*) FROM {} WHERE embedding IS NOT NULL")
+# What the schema migrations give an HNSW build, so the graph fits in memory while it is built.
+INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '1GB'"
 SET_FACT_EMBEDDING = "UPDATE fact SET embedding = %(embedding)s WHERE id = ANY(%(ids)s)"
 
 KINDS_WITHOUT_EMBEDDING = "SELECT name, description FROM entity_kind WHERE embedding IS NULL ORDER BY name"

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 import numpy as np
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
+from pipelines.resources.migrations import hnsw_indexes
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
@@ -80,14 +81,30 @@ class GraphReport:
 
 
 def _embed_missing(
-    database: Database, select: str, update: str, text_of: Callable[[tuple], str], key_of: Callable[[tuple], dict],
-    embed: Embed, log: Log, what: str,
+    database: Database, table: str, select: str, update: str, text_of: Callable[[tuple], str],
+    key_of: Callable[[tuple], dict], embed: Embed, log: Log, what: str,
 ) -> int:
     with database.connection() as connection:
         rows = connection.execute(select).fetchall()
+        held = connection.execute(q.EMBEDDED_ROWS.format(sql.Identifier(table))).fetchone()[0]
     # Longest first, so each round's texts are of about one length (see embed_showing_progress).
     rows.sort(key=lambda row: -len(text_of(row)))
     advance = step_progress(GRAPH_STEP, len(rows), f"{what} embedded", log)
+    if len(rows) > held:
+        # A first build: pgvector builds an HNSW index from scratch about four times faster than
+        # it inserts into one row by row (8,098 entity vectors: 2.0 s against 9.1 s). One
+        # transaction, so no reader ever finds the table without its index; readers wait for it
+        # instead, seconds, once.
+        vectors = embed_showing_progress(embed, [text_of(row) for row in rows], advance)
+        with database.connection() as connection, connection.transaction():
+            indexes = hnsw_indexes(connection, table)
+            for name, _ in indexes:
+                connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+            connection.cursor().executemany(update, [{**key_of(row), "embedding": v} for row, v in zip(rows, vectors)])
+            connection.execute(q.INDEX_BUILD_MEMORY)
+            for _, definition in indexes:
+                connection.execute(definition)
+        return len(rows)
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
         vectors = embed_showing_progress(embed, [text_of(row) for row in batch], advance, done_before=start)
@@ -113,15 +130,15 @@ def refresh_entity_graph(database: Database, embed: Embed, log: Log = silent) ->
         report.orphans_deleted = connection.execute(q.DELETE_ORPHAN_ENTITIES).rowcount
         report.degrees_updated = connection.execute(q.UPDATE_DEGREES).rowcount
     report.facts_embedded = _embed_missing(
-        database, q.FACT_STATEMENTS_WITHOUT_EMBEDDING, q.SET_FACT_EMBEDDING,
+        database, "fact", q.FACT_STATEMENTS_WITHOUT_EMBEDDING, q.SET_FACT_EMBEDDING,
         lambda row: row[0], lambda row: {"ids": row[1]}, embed, log, "fact statements",
     )
     report.entities_embedded = _embed_missing(
-        database, q.ENTITIES_WITHOUT_EMBEDDING, q.SET_ENTITY_EMBEDDING,
+        database, "entity", q.ENTITIES_WITHOUT_EMBEDDING, q.SET_ENTITY_EMBEDDING,
         lambda row: entity_text(row[1], row[2]), lambda row: {"id": row[0]}, embed, log, "entities",
     )
     report.kinds_embedded = _embed_missing(
-        database, q.KINDS_WITHOUT_EMBEDDING, q.SET_KIND_EMBEDDING,
+        database, "entity_kind", q.KINDS_WITHOUT_EMBEDDING, q.SET_KIND_EMBEDDING,
         lambda row: kind_text(row[0], row[1]), lambda row: {"name": row[0]}, embed, log, "entity kinds",
     )
     with database.connection() as connection:
