@@ -91,8 +91,6 @@ WHERE embedding IS NULL AND recorded_to IS NULL
 GROUP BY statement ORDER BY statement
 """
 EMBEDDED_ROWS = sql.SQL("SELECT count(*) FROM {} WHERE embedding IS NOT NULL")
-# What the schema migrations give an HNSW build, so the graph fits in memory while it is built.
-INDEX_BUILD_MEMORY = "SET LOCAL maintenance_work_mem = '1GB'"
 SET_FACT_EMBEDDING = "UPDATE fact SET embedding = %(embedding)s WHERE id = ANY(%(ids)s)"
 
 KINDS_WITHOUT_EMBEDDING = "SELECT name, description FROM entity_kind WHERE embedding IS NULL ORDER BY name"

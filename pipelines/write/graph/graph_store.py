@@ -32,7 +32,7 @@ from psycopg import Connection, sql
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
-from pipelines.resources.migrations import hnsw_indexes
+from pipelines.resources.migrations import HNSW_BUILD_MEMORY, hnsw_indexes
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
@@ -101,7 +101,7 @@ def _embed_missing(
             for name, _ in indexes:
                 connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
             connection.cursor().executemany(update, [{**key_of(row), "embedding": v} for row, v in zip(rows, vectors)])
-            connection.execute(q.INDEX_BUILD_MEMORY)
+            connection.execute(HNSW_BUILD_MEMORY)
             for _, definition in indexes:
                 connection.execute(definition)
         return len(rows)
