@@ -49,8 +49,9 @@ class Embedder(QuestionEmbedder, Protocol):
     """What the write side needs too: the vectors it stores."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 array of shape (len(texts), dimension) whose rows have unit L2 norm; a row
-        depends on its text alone, not on the texts embedded with it."""
+        """Float32 array of shape (len(texts), dimension) whose rows have unit L2 norm. The local
+        model's row depends on its text alone, bit for bit, whatever is embedded with it; an HTTP
+        server's is as exact as the server makes it."""
         ...
 
 
