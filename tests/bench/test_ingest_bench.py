@@ -4,17 +4,20 @@ size, which only a real corpus makes meaningful)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from pipelines.bench.ingest import REBUILDING, measure_ingest
+from pipelines.bench.ingest import REBUILDING, main
 from pipelines.bench.report import render_ingest
 from pipelines.evaluation.demo_dataset import write_demo_dataset
 
 
 def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server_url: str, tmp_path: Path) -> None:
-    report = measure_ingest(write_demo_dataset(tmp_path / "demo.json"), limit=6)
+    dataset = write_demo_dataset(tmp_path / "demo.json")
+    assert main([str(dataset), "--limit", "6", "--json", str(tmp_path / "ingest.json")]) == 0
+    report = json.loads((tmp_path / "ingest.json").read_text())
     assert report["passages"] == 5 and report["end_to_end_seconds"] > 0
     one = report["one_document"]
     assert one["seconds"] > 0 and one["full_build_seconds"] > report["end_to_end_seconds"]
@@ -36,3 +39,11 @@ def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server
     rendered = render_ingest(report)
     assert any(line.startswith("  one more document into the built corpus: ") for line in rendered)
     assert any(line.startswith("  full build ") for line in rendered)
+
+
+def test_the_ingest_benchmark_refuses_a_corpus_it_cannot_hold_a_passage_out_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_demo_dataset(tmp_path / "demo.json")
+    assert main([str(dataset), "--limit", "1"]) == 2
+    assert f"{dataset}: the ingest benchmark needs at least 2 passages" in capsys.readouterr().err
