@@ -86,6 +86,16 @@ def test_a_data_directory_from_before_sizing_is_sized_at_its_next_start(own_data
     assert configuration.read_text().count(INCLUDE_LINE) == 1, "the include is written once"
 
 
+@pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="exercises the embedded server")
+def test_the_embedded_server_keeps_its_buffer_pool_across_restarts(own_data_dir: Path) -> None:
+    assert lanegraph("db", "start", data_dir=own_data_dir).returncode == 0
+    with psycopg.connect(lanegraph("db", "url", data_dir=own_data_dir).stdout.strip()) as connection:
+        assert connection.execute("SELECT current_setting('pg_prewarm.autoprewarm')").fetchone() == ("on",)
+    assert lanegraph("db", "stop", data_dir=own_data_dir).returncode == 0
+    # What the pool held, recorded at shutdown, is what autoprewarm reads back at the next start.
+    assert (own_data_dir / "postgres" / "autoprewarm.blocks").stat().st_size > 0
+
+
 @pytest.mark.parametrize(
     "env, message",
     [
