@@ -2,9 +2,9 @@
 embedding model's own throughput on the same texts in the same process.
 
 Each passage of an evaluation dataset (the format of ../shared/data, read as `lanegraph eval` reads
-it) becomes one document titled with its title, written as one JSONL source into a fresh schema, and the
-per-document assets run once through the runner (`pipelines.orchestration.runner.ingest`). The target is
-the whole pipeline within twice the time the model alone needs.
+it) becomes one document titled with its title, written as one JSONL source into a fresh schema,
+and the per-document assets run once through the runner (`pipelines.orchestration.runner.ingest`).
+The target is the whole pipeline within twice the time the model alone needs.
 
 Then the rest of the write side (extraction and the graph-wide assets) is built over the same schema,
 the full build's time being both parts. Its target is the full build within twice the
