@@ -28,9 +28,11 @@ LaneKind = Literal["facts", "sources", "working_memory", "profile", "communities
 # costed as a tenth of the table, so past a few thousand rows PostgreSQL sequential-scans and sorts
 # rather than take the HNSW index (and returns exact neighbours where a custom plan returns
 # approximate ones). At 100 rows the index path is the cheaper one from roughly 3k rows up
-# (measured on MuSiQue chunks: 684 against 1512); find sets `hnsw.ef_search` to it, so the scan
-# can fill it. Settings that cut a window are therefore at most this deep.
+# (measured on MuSiQue chunks: 684 against 1512); find sets `hnsw.ef_search` to at least it
+# (`ann_search_depth`), so the scan can fill it. Settings that cut a window are at most this deep.
 ANN_WINDOW = 100
+# pgvector's largest hnsw.ef_search.
+MAX_ANN_SEARCH_DEPTH = 1000
 
 # The plan toggle that decides whether lanes of a kind exist; kinds not listed always exist.
 KIND_TOGGLES: dict[str, str] = {"profile": "profiles", "communities": "communities", "overview": "raptor"}
@@ -40,13 +42,18 @@ LANE_TOGGLES: dict[str, str] = {"entity_catalog": "entity_catalog"}
 
 
 class Settings(StrictModel):
-    """Tuning values. Each is bound into the find statement under its own name, so changing one
-    never changes the SQL text and takes effect on the next call."""
+    """Tuning values. Each is bound into the find statement under its own name, or applied to the
+    whole statement (STATEMENT_SETTINGS), so changing one never changes the SQL text and takes
+    effect on the next call."""
 
     # At least 1: the sources and facts lanes' limits are multiples of k, so 0 would silently drop both.
     k: int = Field(default=8, ge=1, description="Evidence rows the sources lane keeps; the unit of most limits.")
     fusion_depth: int = Field(default=40, ge=1, le=ANN_WINDOW, description="Depth of every ranking before fusion or merging.")
     find_max_distance: float = Field(default=0.75, gt=0, le=2, description="Cosine distance floor of every dense ranking.")
+    ann_search_depth: int = Field(
+        default=ANN_WINDOW, ge=ANN_WINDOW, le=MAX_ANN_SEARCH_DEPTH,
+        description="Candidates each HNSW search keeps (hnsw.ef_search), at least the ANN window: deeper finds more of the exact nearest neighbours and costs more (not bound into the SQL).",
+    )
     fact_candidate_factor: int = Field(default=3, ge=0, description="The facts lane keeps k times this many facts.")
     dense_weight: float = Field(default=0.3, ge=0, description="Weight of the dense ranking's scaled similarity in the sources lane's fusion.")
     lexical_weight: float = Field(default=0.7, ge=0, description="Weight of the BM25 ranking's scaled score in the sources lane's fusion.")
@@ -92,6 +99,8 @@ class Settings(StrictModel):
 
 
 SETTING_NAMES = frozenset(Settings.model_fields)
+# Settings find applies to its whole statement, bound into no lane's SQL: a lane cannot override them.
+STATEMENT_SETTINGS = frozenset({"ann_search_depth", "budget_tokens"})
 INTEGER_SETTINGS = frozenset(name for name, field in Settings.model_fields.items() if field.annotation is int)
 
 _LIMIT_OPERATORS = (exp.Add, exp.Sub, exp.Mul, exp.Paren)
@@ -178,6 +187,14 @@ class Lane(StrictModel):
     @classmethod
     def _limit_names_settings(cls, value: str) -> str:
         limit_expression(value)
+        return value
+
+    @pydantic.field_validator("settings")
+    @classmethod
+    def _no_statement_settings(cls, value: Settings) -> Settings:
+        overridden = sorted(STATEMENT_SETTINGS & value.model_fields_set)
+        if overridden:
+            raise _invalid(f"{', '.join(overridden)} applies to the whole find statement, not to one lane: set it under `settings`")
         return value
 
     @pydantic.field_validator("template")

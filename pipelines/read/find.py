@@ -22,7 +22,6 @@ import psycopg
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
 from pipelines.read.execute import run_statement
-from pipelines.lanes_config import ANN_WINDOW
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 from pipelines.errors import InputError
@@ -40,7 +39,9 @@ PLAN_CACHE_MODE = "force_generic_plan"
 # (measured: ~15 ms a call), and the workers' cores belong to the other clients anyway.
 PARALLEL_WORKERS = "0"
 # An HNSW scan returns at most hnsw.ef_search rows (40 by default) unless it scans iteratively:
-# searching as deep as the ANN windows lets every window fill, whatever a setting cuts it to.
+# searching at least as deep as the ANN windows lets every window fill, whatever a setting cuts it
+# to. Deeper (`ann_search_depth`) buys exactness on large tables: 1M synthetic bench chunks gave
+# 64% of the exact 40 nearest at 100 (2.3 ms a probe), 86% at 200 (4.9 ms).
 # pg_trgm's `%` (the trigram index condition of fuzzy mentions) admits names at
 # pg_trgm.similarity_threshold, 0.3 by default, and the template then keeps those at
 # mention_fuzzy_similarity. Raising the threshold to that setting lets the index prune with it:
@@ -187,7 +188,7 @@ def find_settings(config: LanegraphConfig) -> dict[str, str]:
         "transaction_read_only": "on",
         "plan_cache_mode": PLAN_CACHE_MODE,
         "max_parallel_workers_per_gather": PARALLEL_WORKERS,
-        "hnsw.ef_search": str(ANN_WINDOW),
+        "hnsw.ef_search": str(config.settings.ann_search_depth),
         "pg_trgm.similarity_threshold": str(fuzzy_mention_threshold(config)),
     }
 

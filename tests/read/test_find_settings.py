@@ -44,6 +44,22 @@ def test_find_settings_last_for_the_transaction(world, config):
     assert after == before, "the server's own settings again after find's transaction"
 
 
+def test_a_deeper_ann_search_is_a_setting_and_keeps_the_statement(world, config):
+    deeper = config.model_copy(update={"settings": config.settings.model_copy(update={"ann_search_depth": 250})})
+    assert compile_find(deeper).sql == compile_find(config).sql
+    values = bind_values(config, question=TYPO_QUESTION, query_vector=vector(TYPO_QUESTION))
+    with world.connection() as connection:
+        with connection.transaction():
+            enter_find_settings(connection, config)
+            default_rows = run_statement(connection, compile_find(config), values)
+        with connection.transaction():
+            enter_find_settings(connection, deeper)
+            assert connection.execute("SELECT current_setting('hnsw.ef_search')").fetchone() == ("250",)
+            deeper_rows = run_statement(connection, compile_find(deeper), values)
+    # A planted corpus is far smaller than either search: both are exact.
+    assert deeper_rows == default_rows
+
+
 def test_a_fuzzy_mention_finds_the_same_rows_under_find_settings(world, config):
     statement = compile_find(config)
     values = bind_values(config, question=TYPO_QUESTION, query_vector=vector(TYPO_QUESTION))

@@ -29,6 +29,8 @@ def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped
         ("  fusion_depth: 40", "  fusion_dept: 40", "settings.fusion_dept: unknown key"),
         ("  fusion_depth: 40", "  fusion_depth: 400", "settings.fusion_depth: Input should be less than or equal to 100"),
         ("  rrf_k: 60", "  rrf_k: 60\n  k: 3", "duplicate key 'settings.k'"),
+        ("  ann_search_depth: 100", "  ann_search_depth: 40", "settings.ann_search_depth: Input should be greater than or equal to 100"),
+        ("  ann_search_depth: 100", "  ann_search_depth: 1001", "settings.ann_search_depth: Input should be less than or equal to 1000"),
         ("  hops: 0 ", "  hops: two ", "plan.hops: Input should be a valid integer"),
         ("      find_max_distance: 0.9", "      find_max_distanse: 0.9", "lanes.overview.settings.find_max_distanse: unknown key"),
         ("limit: k * fact_candidate_factor", "limit: k * 3", "lanes.facts.limit: limit expression 'k * 3' may only combine setting names"),
@@ -54,6 +56,14 @@ def test_overrides_are_exactly_the_keys_written(tmp_path):
     _, config = load_changed(tmp_path, "      find_max_distance: 0.9", "      find_max_distance: 0.9\n      k: 2")
     assert config.lanes["overview"].overrides == {"find_max_distance", "k"}
     assert config.lanes["facts"].overrides == frozenset()
+
+
+@pytest.mark.parametrize("setting", ["ann_search_depth: 200", "budget_tokens: 100"])
+def test_a_lane_cannot_override_what_applies_to_the_whole_statement(tmp_path, setting):
+    path = tmp_path / "lanes.yaml"
+    path.write_text(SETTINGS.replace("      find_max_distance: 0.9", f"      find_max_distance: 0.9\n      {setting}", 1))
+    with pytest.raises(ConfigError, match=rf"lanes\.overview\.settings: {setting.split(':')[0]} applies to the whole find statement"):
+        load_config(path)
 
 
 def test_a_minimal_file_gets_the_seven_standard_lanes(tmp_path):
