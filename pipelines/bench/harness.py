@@ -40,6 +40,7 @@ from pipelines.bench.loader import (
     store_queries,
     stored_queries,
 )
+from pipelines.bench.recall import RECALL_QUESTIONS, dense_recall
 from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
 from pipelines.bench.timing import Summary, growth_per_decade, interleaved, ratio, rotation
 from pipelines.config import LanegraphConfig
@@ -202,12 +203,20 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
             latency = measure_latency(database, config, statements, values, options, variants)
             progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
             server = measure_server_side(database, config, statements, values[: options.explain_queries])
+            progress(f"{chunks} chunks: dense rankings against exact ones on {min(len(values), RECALL_QUESTIONS)} questions")
+            recall = {
+                "ann_search_depth": config.settings.ann_search_depth,
+                "questions": len(values[:RECALL_QUESTIONS]),
+                "probes": dense_recall(database, config, statements.find, values[:RECALL_QUESTIONS]),
+            }
             with database.connection() as connection:
                 settings = server_settings(connection)
     finally:
         if not (options.keep or options.reuse):
             drop_schema(server_url, schema)
-    return size_report(chunks, len(questions), load, latency, server, {**settings, "plan": config.plan.model_dump()})
+    return size_report(
+        chunks, len(questions), load, latency, server, recall, {**settings, "plan": config.plan.model_dump()}
+    )
 
 
 @dataclass
@@ -418,7 +427,8 @@ def _mode_report(timings: Sequence[planning.ServerTiming]) -> dict[str, float]:
 
 
 def size_report(
-    chunks: int, questions: int, load: LoadResult, latency: LatencyResult, server: ServerSideResult, environment: dict
+    chunks: int, questions: int, load: LoadResult, latency: LatencyResult, server: ServerSideResult,
+    recall: dict, environment: dict,
 ) -> dict:
     summaries = {name: Summary.of(samples) for name, samples in latency.samples.items()}
     find = summaries["find"]
@@ -469,6 +479,8 @@ def size_report(
             }
             for name in latency.variants
         },
+        # Beside the floor: an HNSW probe is only as fast as it is approximate (pipelines/bench/recall.py).
+        "dense_recall": recall,
         "floor": {
             name: {
                 "p50_ms": summaries[f"floor_{name}"].p50_ms,

@@ -90,6 +90,11 @@ def render_table(report: Mapping) -> str:
     lines.append(
         f"  bm25 / dense_chunk {_x(report['bm25_vs_dense_chunk'])} {_verdict('bm25_vs_dense_chunk', report['bm25_vs_dense_chunk'])}"
     )
+    recall = report["dense_recall"]
+    lines.append(
+        f"  share of the exact nearest rows the dense rankings find (ann_search_depth {recall['ann_search_depth']}, "
+        f"{recall['questions']} questions): " + ", ".join(f"{probe} {share:.3f}" for probe, share in recall["probes"].items())
+    )
     lines += ["", f"  index builds: HNSW {report['hnsw_build_seconds']:.1f} s, all {report['index_build_total_seconds']:.1f} s"]
     if len(report.get("sizes", [])) > 1:
         lines += ["", *render_sizes(report["sizes"])]
@@ -109,12 +114,13 @@ def render_table(report: Mapping) -> str:
 
 def render_sizes(sizes: Sequence[Mapping]) -> list[str]:
     """One row per corpus size: what loading it cost and what find and its floor cost on it."""
-    lines = ["      chunks    load s   index s    HNSW s   find p50 / p95   floor p50   find/floor"]
+    lines = ["      chunks    load s   index s    HNSW s   find p50 / p95   floor p50   find/floor   chunk recall"]
     for size in sizes:
         lines.append(
             f"  {size['chunks']:>10,} {size['load_seconds']:>9.1f} {size['index_build_total_seconds']:>9.1f} "
             f"{size['hnsw_build_seconds']:>9.1f} {_ms(size['find_p50_ms']):>10} / {_ms(size['find_p95_ms']):<6}"
             f"{_ms(size['floor_p50_ms']):>10}   {_x(size['find_vs_floor']):>10}"
+            f"   {size['dense_recall']['probes'].get('dense_chunk', math.nan):>12.3f}"
         )
     return lines
 

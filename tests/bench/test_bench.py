@@ -52,6 +52,12 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     assert {"dense_chunk", "dense_fact", "dense_entity", "bm25", "profile", "communities",
             "working_memory"} <= set(written["floor"])
     assert all(probe["p50_ms"] > 0 for probe in written["floor"].values())
+    recall = written["dense_recall"]
+    assert recall["ann_search_depth"] == config.settings.ann_search_depth and recall["questions"] == 5
+    assert set(recall["probes"]) == {name for name in written["floor"] if name in {"dense_chunk", "dense_fact",
+            "dense_entity", "entity_kind", "working_memory", "profile", "communities"}}
+    # A few hundred rows are far fewer than one search keeps: the HNSW rankings are the exact ones.
+    assert all(share == 1.0 for share in recall["probes"].values())
     assert written["checks"] == {"roundtrips_match_single": True, "generic_matches_custom": True}
     assert set(written["planning"]["find"]) == {"auto", "force_generic_plan", "force_custom_plan"}
     assert [size["chunks"] for size in written["sizes"]] == [120, 200]
