@@ -1,7 +1,7 @@
 """How exact find's dense rankings are: of the rows nearest a question, the share its HNSW search returns.
 
 HNSW search is approximate, and how approximate depends on the table: at `ann_search_depth` 100
-the synthetic bench corpus's chunk ranking held 98.5% of the exact 40 nearest chunks at 100k chunks
+the synthetic bench corpus's chunk ranking held 98.6% of the exact 40 nearest chunks at 100k chunks
 and 64% at a million. A latency at one size therefore compares with another only beside the recall
 it buys. For each dense probe of the floor, each question's nearest rows are ranked twice to the
 probe's depth: through the index under find's settings, and exactly, with index scans off.
