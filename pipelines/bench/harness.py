@@ -204,11 +204,7 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
             progress(f"{chunks} chunks: planning and per-lane EXPLAIN ANALYZE")
             server = measure_server_side(database, config, statements, values[: options.explain_queries])
             progress(f"{chunks} chunks: dense rankings against exact ones on {min(len(values), RECALL_QUESTIONS)} questions")
-            recall = {
-                "ann_search_depth": config.settings.ann_search_depth,
-                "questions": len(values[:RECALL_QUESTIONS]),
-                "probes": dense_recall(database, config, statements.find, values[:RECALL_QUESTIONS]),
-            }
+            recall = dense_recall(database, config, statements.find, values)
             with database.connection() as connection:
                 settings = server_settings(connection)
     finally:

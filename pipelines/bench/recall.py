@@ -34,9 +34,11 @@ def nearest_rows(table: str, dimension: int) -> sql.Composed:
 
 def dense_recall(
     database: Database, config: LanegraphConfig, statement: CompiledStatement, values: Sequence[Mapping[str, object]]
-) -> dict[str, float]:
+) -> dict:
     """Per dense probe of `statement`, the mean share of each question's exact nearest rows (as
-    many as the probe's depth) that find's HNSW search returns."""
+    many as the probe's depth) that find's HNSW search returns, over the first RECALL_QUESTIONS
+    questions of `values`; with the search depth and the number of questions it was measured at."""
+    values = values[:RECALL_QUESTIONS]
     recall: dict[str, float] = {}
     dimension = config.pipeline.embedding.dimension
     with database.connection() as connection:
@@ -59,4 +61,4 @@ def dense_recall(
                 if exact:
                     shares.append(len(found & exact) / len(exact))
             recall[name] = sum(shares) / len(shares) if shares else math.nan
-    return recall
+    return {"ann_search_depth": config.settings.ann_search_depth, "questions": len(values), "probes": recall}
