@@ -8,9 +8,10 @@ from pathlib import Path
 
 import dagster as dg
 
-import pipelines.defs
+import pipelines
 
 
 def code_location() -> dg.Definitions:
-    # The folder holding the package: the repository in an editable install, site-packages otherwise.
-    return dg.load_defs(defs_root=pipelines.defs, project_root=Path(pipelines.defs.__file__).resolve().parents[2])
+    # The project file sits inside the package, so an installed wheel finds it as an editable
+    # install does: a repository's pyproject.toml is not in site-packages.
+    return dg.load_from_defs_folder(path_within_project=Path(pipelines.__file__).parent)
