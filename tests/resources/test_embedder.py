@@ -8,6 +8,7 @@ from pipelines.resources.embedder import (
     EmbeddingError,
     LocalMiniLMEmbedder,
     OpenAICompatibleEmbedder,
+    cpu_multiplies_bfloat16,
     fixed_shape_passes,
 )
 from pipelines.errors import ConfigError, LanegraphError
@@ -72,9 +73,15 @@ def remote_embedder(server: FakeEmbeddingServer, batch_size: int = 64) -> OpenAI
     )
 
 
-@pytest.fixture(scope="module")
-def local_embedder():
-    return LocalMiniLMEmbedder(batch_size=4)
+# bfloat16 is tried only where the CPU multiplies it: elsewhere torch emulates it, slowly.
+PRECISIONS = ["float32", "bfloat16"] if cpu_multiplies_bfloat16() else ["float32"]
+# How far passes of other shapes may round apart: float32's last bits, or bfloat16's products.
+ROUNDING = {"float32": 1e-5, "bfloat16": 2e-3}
+
+
+@pytest.fixture(scope="module", params=PRECISIONS)
+def local_embedder(request):
+    return LocalMiniLMEmbedder(batch_size=4, precision=request.param)
 
 
 def test_local_embedder_returns_float32_unit_rows_of_384(local_embedder):
@@ -101,7 +108,9 @@ def test_local_embedder_result_does_not_depend_on_batching(local_embedder):
     texts = ["Paris is the capital of France.", "Berlin is in Germany.", "Rome", "Madrid", "Lisbon"]
 
     np.testing.assert_allclose(
-        local_embedder.embed(texts), LocalMiniLMEmbedder(batch_size=64).embed(texts), atol=1e-5
+        local_embedder.embed(texts),
+        LocalMiniLMEmbedder(batch_size=64, precision=local_embedder.precision).embed(texts),
+        atol=ROUNDING[local_embedder.precision],
     )
 
 
@@ -121,15 +130,39 @@ def test_local_embedder_result_does_not_depend_on_the_token_bound(local_embedder
     texts = ["Paris is the capital of France and its largest city by far.", "Rome", "Berlin is in Germany."]
 
     np.testing.assert_allclose(
-        LocalMiniLMEmbedder(batch_tokens=1).embed(texts), local_embedder.embed(texts), atol=1e-5
+        LocalMiniLMEmbedder(batch_tokens=1, precision=local_embedder.precision).embed(texts),
+        local_embedder.embed(texts),
+        atol=ROUNDING[local_embedder.precision],
     )
 
 
 def test_question_vectors_are_the_text_vectors_within_rounding(local_embedder):
     questions = ["Who leads the firmware team?", "Which city is the capital of France and why is it so large?"]
 
-    np.testing.assert_allclose(local_embedder.embed_questions(questions), local_embedder.embed(questions), atol=1e-5)
+    np.testing.assert_allclose(
+        local_embedder.embed_questions(questions), local_embedder.embed(questions), atol=ROUNDING[local_embedder.precision]
+    )
     assert local_embedder.embed_questions([]).shape == (0, 384)
+
+
+@pytest.mark.skipif(not cpu_multiplies_bfloat16(), reason="this CPU has no bfloat16 matrix instructions")
+def test_bfloat16_vectors_point_where_float32_ones_do():
+    texts = [
+        "Paris is the capital of France and its largest city by far.", "Rome",
+        "The Federal Bureau of Investigation (FBI) was founded in 1908 as the Bureau of Investigation.",
+    ]
+    cosines = np.sum(
+        LocalMiniLMEmbedder(precision="bfloat16").embed(texts) * LocalMiniLMEmbedder(precision="float32").embed(texts), axis=1
+    )
+
+    assert cosines.min() > 0.9999
+
+
+def test_auto_precision_is_bfloat16_exactly_where_the_cpu_multiplies_it():
+    expected = "bfloat16" if cpu_multiplies_bfloat16() else "float32"
+
+    assert LocalMiniLMEmbedder().precision == expected
+    assert LocalMiniLMEmbedder(precision="float32").precision == "float32"
 
 
 def test_fixed_shape_passes_group_texts_by_width_with_fixed_rows():
@@ -246,6 +279,7 @@ def test_resource_builds_the_local_embedder_by_default():
 
     assert isinstance(embedder, LocalMiniLMEmbedder)
     assert embedder.batch_size == 16
+    assert EmbedderResource(precision="float32").get_embedder().precision == "float32"
 
 
 def test_resource_rejects_a_local_dimension_other_than_384():
