@@ -7,6 +7,7 @@ the vector width the schema uses and the width the compiled statement binds cann
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Literal
@@ -17,7 +18,7 @@ from pydantic import Field
 from pipelines import lanes_config
 from pipelines.errors import ConfigError
 from pipelines.shipped import DEFAULT_LANES
-from pipelines.strict_yaml import StrictModel, load_strict_yaml, validation_error_message
+from pipelines.strict_yaml import StrictModel, parse_strict_yaml, read_settings_text, validation_error_message
 
 
 def default_config_path() -> Path:
@@ -149,11 +150,19 @@ class LanegraphConfig(StrictModel):
 def load_config(path: Path | None = None) -> LanegraphConfig:
     """Load and validate lanes.yaml; every problem names the file, line and key."""
     path = path or default_config_path()
-    data, key_lines = load_strict_yaml(path)
+    return _validated_config(str(path), read_settings_text(path))
+
+
+# Every asset's run config takes its defaults from lanes.yaml, so one write run reads the file a
+# dozen times or more, and parsing it is what costs (18 ms). The file is read each time; the same
+# text gives back the same validated settings, which are frozen models.
+@functools.lru_cache(maxsize=16)
+def _validated_config(source: str, text: str) -> LanegraphConfig:
+    data, key_lines = parse_strict_yaml(text, source)
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+        raise ConfigError(f"{source}: expected a mapping at the top level")
     try:
         return LanegraphConfig.model_validate(data)
     except pydantic.ValidationError as error:
-        raise ConfigError(validation_error_message(path, error, key_lines)) from None
+        raise ConfigError(validation_error_message(source, error, key_lines)) from None
 

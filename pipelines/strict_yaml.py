@@ -80,8 +80,8 @@ class _StrictLoader(yaml.SafeLoader):
                 self._record_lines(item, (*path, index))
 
 
-def load_strict_yaml(path: Path) -> tuple[Any, dict[KeyPath, int]]:
-    """Parse one YAML document; return the data and the line of every key path."""
+def read_settings_text(path: Path) -> str:
+    """A settings file's text, refused unless it is a regular file of at most 1 MiB of UTF-8."""
     source = str(path)
     try:
         # Only a regular file: a directory fails to read, and /dev/zero or a FIFO never ends.
@@ -97,6 +97,11 @@ def load_strict_yaml(path: Path) -> tuple[Any, dict[KeyPath, int]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{source}: not valid UTF-8 at byte {error.start}") from None
+    return text
+
+
+def parse_strict_yaml(text: str, source: str) -> tuple[Any, dict[KeyPath, int]]:
+    """Parse one YAML document read from `source`; return the data and the line of every key path."""
     loader = None
     try:
         # The reader rejects NUL and other control characters as soon as it is constructed.

@@ -19,7 +19,9 @@ def sizes_per_level_chart(title: str, sizes: Mapping[int, Sequence[int]], y_labe
     position = 0
     for level in sorted(sizes):
         values = list(sizes[level])
-        axes.bar(range(position, position + len(values)), values, label=f"level {level}")
+        # A level's bars as one filled outline: a patch per bar made the chart of a corpus's
+        # 2,600 communities cost over a second of every graph refresh.
+        axes.stairs(values, range(position, position + len(values) + 1), fill=True, label=f"level {level}")
         position += len(values) + 1
     axes.set_title(title)
     axes.set_ylabel(y_label)

@@ -78,3 +78,11 @@ def test_the_committed_json_schema_is_current():
     assert (REPOSITORY / "lanes.schema.json").read_text() == lanes_json_schema(), "regenerate: lanegraph compile --json-schema > lanes.schema.json"
     schema = json.loads((REPOSITORY / "lanes.schema.json").read_text())
     assert {"plan", "settings", "lanes", "pipeline"} <= set(schema["properties"])
+
+
+def test_a_file_edited_at_once_to_the_same_size_is_read_again(tmp_path):
+    path = tmp_path / "lanes.yaml"
+    path.write_text(SETTINGS)
+    assert load_config(path).settings.fusion_depth == 40
+    path.write_text(SETTINGS.replace("  fusion_depth: 40", "  fusion_depth: 50", 1))
+    assert load_config(path).settings.fusion_depth == 50
