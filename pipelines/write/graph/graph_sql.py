@@ -113,13 +113,20 @@ GROUP BY 1, 2 ORDER BY 1, 2
 
 ENTITY_NAMES = "SELECT id, name, kind, degree, scopes FROM entity WHERE id = ANY(%(ids)s)"
 
-# Live facts inside a set of entities (states and literals of a member count too), most
-# connected subjects first so a summary's budget goes to the centre of the community.
+# Live facts inside each community (community i's members are the ids paired with i; states and
+# literals of a member count too), most connected subjects first so a summary's budget goes to the
+# centre of the community.
 FACTS_AMONG = """
-SELECT f.statement, f.scopes, f.embedding
-FROM live_fact f JOIN entity s ON s.id = f.subject_id
-WHERE f.subject_id = ANY(%(ids)s) AND (f.object_id IS NULL OR f.object_id = ANY(%(ids)s))
-ORDER BY s.degree DESC, f.statement
+WITH member AS MATERIALIZED (
+    SELECT * FROM unnest(%(groups)s::int[], %(ids)s::text[]) AS member(ordinal, entity_id)
+)
+SELECT member.ordinal, f.statement, f.scopes, f.embedding
+FROM member
+JOIN live_fact f ON f.subject_id = member.entity_id
+JOIN entity s ON s.id = f.subject_id
+LEFT JOIN member target ON target.ordinal = member.ordinal AND target.entity_id = f.object_id
+WHERE f.object_id IS NULL OR target.entity_id IS NOT NULL
+ORDER BY member.ordinal, s.degree DESC, f.statement
 """
 
 # A refresh writes the rows it summarised anew, then deletes every row it did not keep, in one
@@ -151,12 +158,16 @@ INSERT INTO community_edge (source, target, weight, scopes) VALUES (%(source)s, 
 PROFILE_CANDIDATES = """
 SELECT id, name, kind, scopes FROM entity WHERE degree >= %(min_degree)s ORDER BY degree DESC, id
 """
-# An entity's live facts, as subject or object.
+# Each entity's live facts, as subject or object (entity i is the id paired with i).
 ENTITY_FACTS = """
-SELECT statement, scopes FROM live_fact WHERE subject_id = %(id)s
-UNION
-SELECT statement, scopes FROM live_fact WHERE object_id = %(id)s
-ORDER BY statement
+SELECT candidate.ordinal, facts.statement, facts.scopes
+FROM unnest(%(groups)s::int[], %(ids)s::text[]) AS candidate(ordinal, id)
+CROSS JOIN LATERAL (
+    SELECT statement, scopes FROM live_fact WHERE subject_id = candidate.id
+    UNION
+    SELECT statement, scopes FROM live_fact WHERE object_id = candidate.id
+) facts
+ORDER BY candidate.ordinal, facts.statement
 """
 LOCK_PROFILES = "LOCK TABLE profile IN EXCLUSIVE MODE"
 UPSERT_PROFILE = """

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
@@ -46,6 +46,9 @@ Item = TypeVar("Item")
 # Rows embedded and written per round by _embed_missing.
 EMBED_BATCH = 512
 TOP_ENTITY_COUNT = 10
+# Communities or entities whose facts one query reads: a query each cost a round trip per row, most
+# of a one-document refresh, and a batch holds its facts (with vectors) in memory.
+ROWS_PER_FACT_QUERY = 500
 LABEL_MEMBERS = 3
 # The steps' names in progress lines: the assets they build.
 GRAPH_STEP = "entity_graph"
@@ -265,10 +268,10 @@ def build_communities(
     sources = []  # per row in redo: the vectors of its distinct fact statements
     summarised = step_progress(COMMUNITIES_STEP, len(rows), "communities compared with their sources", log)
     with database.connection() as connection:
-        for done, row in enumerate(rows, start=1):
+        facts_per_row = _facts_per_row(connection, q.FACTS_AMONG, [row["members"] for row in rows])
+        for done, (row, facts) in enumerate(zip(rows, facts_per_row, strict=True), start=1):
             members = sorted(row["members"], key=lambda m: (-entities[m][3], entities[m][1]))
             label = ", ".join(entities[m][1] for m in members[:LABEL_MEMBERS])
-            facts = connection.execute(q.FACTS_AMONG, {"ids": row["members"]}).fetchall()
             scopes = union_scopes([entities[m][4] for m in row["members"]] + [s for _, s, _ in facts])
             digest = source_digest([label, *(statement for statement, _, _ in facts), *scopes])
             previously = stored.get(row["id"])
@@ -304,6 +307,20 @@ def build_communities(
     return report
 
 
+def _facts_per_row(connection: Connection, query: str, entity_ids: Sequence[Sequence[str]]) -> Iterator[list[tuple]]:
+    """The facts `query` finds for each row's entities, in the rows' order, ROWS_PER_FACT_QUERY rows a
+    query: the query pairs row i's entity ids with i (`groups`, `ids`) and returns i first."""
+    for start in range(0, len(entity_ids), ROWS_PER_FACT_QUERY):
+        batch = entity_ids[start : start + ROWS_PER_FACT_QUERY]
+        facts: list[list[tuple]] = [[] for _ in batch]
+        ordinals = [ordinal for ordinal, ids in enumerate(batch) for _ in ids]
+        ids = [entity_id for row_ids in batch for entity_id in row_ids]
+        # Binary: parsing the vectors' text took half of the communities step.
+        for ordinal, *fact in connection.execute(query, {"groups": ordinals, "ids": ids}, binary=True):
+            facts[ordinal].append(tuple(fact))
+        yield from facts
+
+
 @dataclass
 class ProfileReport:
     profiles: int = 0
@@ -323,8 +340,8 @@ def build_profiles(
         stored = dict(connection.execute(q.PREVIOUS_PROFILE_DIGESTS).fetchall()) if mode == "incremental" else {}
         candidates = connection.execute(q.PROFILE_CANDIDATES, {"min_degree": min_degree}).fetchall()
         advance = step_progress(PROFILES_STEP, len(candidates), "entities compared with their facts", log)
-        for done, (entity_id, name, kind, scopes) in enumerate(candidates, start=1):
-            facts = connection.execute(q.ENTITY_FACTS, {"id": entity_id}).fetchall()
+        facts_per_row = _facts_per_row(connection, q.ENTITY_FACTS, [[entity_id] for entity_id, *_ in candidates])
+        for done, ((entity_id, name, kind, scopes), facts) in enumerate(zip(candidates, facts_per_row, strict=True), start=1):
             if facts:
                 row_scopes = union_scopes([scopes] + [s for _, s in facts])
                 digest = source_digest([name, kind, *(statement for statement, _ in facts), *row_scopes])
