@@ -6,6 +6,7 @@ agree and vectors from either provider can be stored in the same kind of column.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -174,9 +175,15 @@ class LocalMiniLMEmbedder:
             raise ConfigError(f"embedding batch_tokens must be at least 1, got {batch_tokens}")
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self.precision: EmbeddingPrecision = (
-            ("bfloat16" if cpu_multiplies_bfloat16() else "float32") if precision == "auto" else precision
-        )
+        self.requested_precision = precision
+
+    @functools.cached_property
+    def precision(self) -> EmbeddingPrecision:
+        """What the passes run in: `auto` resolved against this CPU when first asked, as asking
+        imports torch, which a caller that never embeds should not pay for."""
+        if self.requested_precision == "auto":
+            return "bfloat16" if cpu_multiplies_bfloat16() else "float32"
+        return self.requested_precision
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import torch

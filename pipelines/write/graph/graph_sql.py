@@ -118,7 +118,7 @@ ENTITY_NAMES = "SELECT id, name, kind, degree, scopes FROM entity WHERE id = ANY
 # centre of the community.
 FACTS_AMONG = """
 WITH member AS MATERIALIZED (
-    SELECT * FROM unnest(%(groups)s::int[], %(ids)s::text[]) AS member(ordinal, entity_id)
+    SELECT * FROM unnest(%(ordinals)s::int[], %(ids)s::text[]) AS member(ordinal, entity_id)
 )
 SELECT member.ordinal, f.statement, f.scopes, f.embedding
 FROM member
@@ -161,7 +161,7 @@ SELECT id, name, kind, scopes FROM entity WHERE degree >= %(min_degree)s ORDER B
 # Each entity's live facts, as subject or object (entity i is the id paired with i).
 ENTITY_FACTS = """
 SELECT candidate.ordinal, facts.statement, facts.scopes
-FROM unnest(%(groups)s::int[], %(ids)s::text[]) AS candidate(ordinal, id)
+FROM unnest(%(ordinals)s::int[], %(ids)s::text[]) AS candidate(ordinal, id)
 CROSS JOIN LATERAL (
     SELECT statement, scopes FROM live_fact WHERE subject_id = candidate.id
     UNION

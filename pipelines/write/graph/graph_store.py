@@ -309,14 +309,14 @@ def build_communities(
 
 def _facts_per_row(connection: Connection, query: str, entity_ids: Sequence[Sequence[str]]) -> Iterator[list[tuple]]:
     """The facts `query` finds for each row's entities, in the rows' order, ROWS_PER_FACT_QUERY rows a
-    query: the query pairs row i's entity ids with i (`groups`, `ids`) and returns i first."""
+    query: the query pairs row i's entity ids with i (`ordinals`, `ids`) and returns i first."""
     for start in range(0, len(entity_ids), ROWS_PER_FACT_QUERY):
         batch = entity_ids[start : start + ROWS_PER_FACT_QUERY]
         facts: list[list[tuple]] = [[] for _ in batch]
         ordinals = [ordinal for ordinal, ids in enumerate(batch) for _ in ids]
         ids = [entity_id for row_ids in batch for entity_id in row_ids]
         # Binary: parsing the vectors' text took half of the communities step.
-        for ordinal, *fact in connection.execute(query, {"groups": ordinals, "ids": ids}, binary=True):
+        for ordinal, *fact in connection.execute(query, {"ordinals": ordinals, "ids": ids}, binary=True):
             facts[ordinal].append(tuple(fact))
         yield from facts
 
