@@ -55,9 +55,9 @@ class EmbeddingSettings(StrictModel):
     # a pass run about 20% slower than the same chunks 1,024 tokens at a time (README, write side).
     batch_tokens: int = Field(default=1024, ge=16, le=1_048_576)
     # local: the number format of the model's matrix products while it embeds chunks, facts,
-    # entities and summaries. bfloat16 runs the build's passes over twice as fast on a CPU that
-    # multiplies it natively (AMX or AVX-512 BF16), at cosine 0.99999 to float32 (README, write
-    # side), and slower on one that does not; auto picks it where the CPU has it.
+    # entities and summaries. bfloat16 runs the build's passes 1.7 to 2.4 times as fast on a CPU
+    # that multiplies it natively (AMX or AVX-512 BF16), at cosine 0.99999 to float32 (README,
+    # write side), and slower on one that does not; auto picks it where the CPU has it.
     precision: EmbeddingPrecision = "auto"
     openai: HttpEndpoint = HttpEndpoint()
 
