@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from pipelines.errors import InputError
-from pipelines.write.documents.sources import SourceFile, discover_sources, jsonl_document, read_source
+from pipelines.write.documents.sources import SourceFile, discover_sources, jsonl_documents, read_source
+
+
+def jsonl_document(line: str):
+    (document,) = jsonl_documents(line)
+    return document
 
 
 def source(path: Path, kind: str) -> SourceFile:
@@ -121,3 +126,56 @@ def test_discovery_keys_files_by_folder_name_and_ignores_other_types(tmp_path: P
     assert discover_sources(corpus / "a.md")[0][0].key == "corpus/a.md"
     with pytest.raises(InputError, match="no such file or folder"):
         discover_sources(tmp_path / "missing")
+
+
+def test_turns_keep_speaker_session_and_order_and_read_as_transcript_lines(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in [
+        {"conversation": "c1", "session": 1, "speaker": "Caroline", "text": "Hey Mel!", "observed_at": "2023-05-08T13:56:00"},
+        {"conversation": "c1", "session": 1, "speaker": "Melanie", "text": "Melanie: Hi!", "observed_at": "2023-05-08T13:56:00"},
+        {"conversation": "c1", "session": 2, "speaker": "Caroline", "text": "Back again.", "scopes": ["c1"]},
+    ]))
+
+    first, second, third = read_source(source(path, "jsonl"), max_bytes=10_000).documents
+
+    assert [document.id for document in (first, second, third)] == ["c1:1:1", "c1:1:2", "c1:2:1"]
+    assert (first.title, first.body, first.observed_at) == ("c1, session 1", "Caroline: Hey Mel!", datetime(2023, 5, 8, 13, 56, tzinfo=UTC))
+    assert second.body == "Melanie: Hi!"
+    assert first.turn is not None and (first.turn.speaker, first.turn.session, first.turn.position) == ("Caroline", "1", 1)
+    assert third.scopes == ("c1",)
+
+
+def test_a_chat_log_line_is_one_turn_per_message_named_or_by_role() -> None:
+    documents = jsonl_documents(json.dumps({
+        "conversation": "support-42", "observed_at": "2025-01-02T10:00:00Z",
+        "messages": [
+            {"role": "user", "name": "Dana", "content": "My build fails on step 3."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Which error?"}], "timestamp": "2025-01-02T10:01:00Z"},
+            {"role": "assistant", "content": ""},
+        ],
+    }))
+
+    assert [(document.id, document.body) for document in documents] == [
+        ("support-42:1", "Dana: My build fails on step 3."),
+        ("support-42:2", "assistant: Which error?"),
+    ]
+    assert documents[1].observed_at == datetime(2025, 1, 2, 10, 1, tzinfo=UTC)
+    assert documents[0].observed_at == datetime(2025, 1, 2, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"conversation": "c", "text": "Hi"}, "field 'speaker' is missing"),
+        ({"speaker": "A", "text": "Hi"}, "field 'conversation' is missing"),
+        ({"conversation": "c", "speaker": "A", "text": "Hi", "turn": -1}, "field 'turn' must be a whole number"),
+        ({"conversation": "c", "messages": [{"content": "x"}]}, "'messages\\[0\\]' has neither a name nor a role"),
+        ({"conversation": "c", "messages": [{"role": "user", "content": 5}]}, "'messages\\[0\\].content' must be text"),
+        ({"conversation": "c", "messages": [{"role": "user", "text": "x"}]}, "unknown field 'messages\\[0\\].text'"),
+        ({"conversation": "c", "messages": [{"role": "user", "content": "x", "timestamp": "noon"}]}, "'messages\\[0\\].timestamp' is not an ISO 8601 time"),
+        ({"messages": [{"role": "user", "content": "x"}]}, "field 'conversation' is missing"),
+    ],
+)
+def test_malformed_conversation_records_name_the_field(record: dict, reason: str) -> None:
+    with pytest.raises(InputError, match=reason):
+        jsonl_documents(json.dumps(record))

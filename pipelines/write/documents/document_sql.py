@@ -64,10 +64,13 @@ WHERE source_key = ANY(%(keys)s) OR id = ANY(%(ids)s)
 """
 
 UPSERT_DOCUMENT = """
-INSERT INTO document (id, title, uri, body, content_hash, observed_at, expires_at, scopes, source_key)
+INSERT INTO document (
+    id, title, uri, body, content_hash, observed_at, expires_at, scopes, source_key,
+    conversation, session, speaker, turn
+)
 VALUES (
     %(id)s, %(title)s, %(uri)s, %(body)s, %(content_hash)s, %(observed_at)s, %(expires_at)s,
-    %(scopes)s, %(source_key)s
+    %(scopes)s, %(source_key)s, %(conversation)s, %(session)s, %(speaker)s, %(turn)s
 )
 ON CONFLICT (id) DO UPDATE SET
     title = excluded.title,
@@ -78,6 +81,10 @@ ON CONFLICT (id) DO UPDATE SET
     expires_at = excluded.expires_at,
     scopes = excluded.scopes,
     source_key = excluded.source_key,
+    conversation = excluded.conversation,
+    session = excluded.session,
+    speaker = excluded.speaker,
+    turn = excluded.turn,
     updated_at = now(),
     retracted_at = NULL
 """

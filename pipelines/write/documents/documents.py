@@ -144,6 +144,7 @@ def _write_documents(connection: psycopg.Connection, items: Sequence[_Upsert | _
 
 def _document_row(item: _Upsert) -> dict[str, object]:
     document = item.document
+    turn = document.turn
     return {
         "id": document.id,
         "title": document.title,
@@ -154,6 +155,10 @@ def _document_row(item: _Upsert) -> dict[str, object]:
         "expires_at": document.expires_at,
         "scopes": list(document.scopes),
         "source_key": item.key,
+        "conversation": turn.conversation if turn else None,
+        "session": turn.session if turn else None,
+        "speaker": turn.speaker if turn else None,
+        "turn": turn.position if turn else None,
     }
 
 

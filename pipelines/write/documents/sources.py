@@ -1,5 +1,6 @@
 """Source files and the documents in them: markdown and text files (one document each) and JSONL files
-(one document per line: `id, title, text, uri, observed_at, expires_at, scopes`).
+(one document per line: `id, title, text, uri, observed_at, expires_at, scopes`; a conversation's
+turns, one per line or a chat log of messages per line, as `conversations.py` reads them).
 
 Reading never raises on bad content: a binary, empty, oversized or non-UTF-8 file, or a malformed
 JSONL line, becomes a `Problem` naming the file (and line) and the reason, and the rest is read.
@@ -17,15 +18,25 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from pipelines.errors import InputError, first_line_of
 from pipelines.resources.scopes import normalize_row_scopes
+from pipelines.write.documents.conversations import (
+    TURN_FIELDS,
+    Turn,
+    TurnNumbering,
+    chat_messages,
+    is_chat_record,
+    is_turn_record,
+    record_turn,
+)
+from pipelines.write.documents.record_fields import optional_text, optional_time
 from pipelines.write.report import Problem
 
 SOURCE_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".jsonl": "jsonl"}
-JSONL_FIELDS = ("id", "title", "text", "uri", "observed_at", "expires_at", "scopes")
+JSONL_FIELDS = ("id", "title", "text", "uri", "observed_at", "expires_at", "scopes", *TURN_FIELDS)
 # A markdown title is the first level-1 ATX heading; closing #s are decoration.
 _H1 = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 
@@ -46,11 +57,13 @@ class SourceDocument:
     observed_at: datetime | None = None
     expires_at: datetime | None = None
     scopes: tuple[str, ...] = ()
+    # Set when the document is one turn of a conversation.
+    turn: Turn | None = None
 
     @property
     def content_hash(self) -> str:
         """Changes whenever anything stored about the document changes, scopes included."""
-        fields = [
+        fields: list[object] = [
             self.title,
             self.body,
             self.uri,
@@ -58,6 +71,8 @@ class SourceDocument:
             self.expires_at.isoformat() if self.expires_at else None,
             list(self.scopes),
         ]
+        if self.turn is not None:
+            fields.append([self.turn.conversation, self.turn.session, self.turn.speaker, self.turn.position])
         return sha256_text(json.dumps(fields, ensure_ascii=False))
 
 
@@ -187,6 +202,7 @@ def _jsonl_documents(text: str, location: str, max_bytes: int) -> tuple[list[Sou
     documents: list[SourceDocument] = []
     problems: list[Problem] = []
     first_line: dict[str, int] = {}
+    numbering = TurnNumbering()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -195,7 +211,7 @@ def _jsonl_documents(text: str, location: str, max_bytes: int) -> tuple[list[Sou
             problems.append(Problem(where, f"record is over pipeline.documents.max_bytes ({max_bytes:,})"))
             continue
         try:
-            document = jsonl_document(line)
+            read = jsonl_documents(line, numbering)
         except InputError as error:
             problems.append(Problem(where, str(error)))
             continue
@@ -204,16 +220,18 @@ def _jsonl_documents(text: str, location: str, max_bytes: int) -> tuple[list[Sou
         except Exception as error:  # noqa: BLE001
             problems.append(Problem(where, f"unreadable record ({type(error).__name__}: {first_line_of(error)})"))
             continue
-        if document.id in first_line:
-            problems.append(Problem(where, f"duplicate id {document.id!r} (first on line {first_line[document.id]})"))
-            continue
-        first_line[document.id] = number
-        documents.append(document)
+        for document in read:
+            if document.id in first_line:
+                problems.append(Problem(where, f"duplicate id {document.id!r} (first on line {first_line[document.id]})"))
+                continue
+            first_line[document.id] = number
+            documents.append(document)
     return documents, problems
 
 
-def jsonl_document(line: str) -> SourceDocument:
-    """One JSONL record as a document; an `InputError` names the field at fault."""
+def jsonl_documents(line: str, numbering: TurnNumbering | None = None) -> list[SourceDocument]:
+    """The documents of one JSONL record (one, or a chat log's turns); an `InputError` names the
+    field at fault. `numbering` carries turn numbers from the file's earlier lines."""
     try:
         record = json.loads(line)
     except json.JSONDecodeError as error:
@@ -222,53 +240,49 @@ def jsonl_document(line: str) -> SourceDocument:
         raise InputError("invalid JSON: nested too deeply") from None
     if not isinstance(record, dict):
         raise InputError(f"expected a JSON object, got {type(record).__name__}")
+    numbering = numbering or TurnNumbering()
+    if is_chat_record(record):
+        return _chat_documents(record, numbering)
     unknown = sorted(set(record) - set(JSONL_FIELDS))
     if unknown:
         # A misspelt `scopes` would otherwise publish a private document to every tenant.
-        raise InputError(f"unknown field {unknown[0]!r}; expected {', '.join(JSONL_FIELDS)}")
-    text = _optional_text(record, "text")
+        raise InputError(f"unknown field {unknown[0]!r}; expected {', '.join(JSONL_FIELDS)} (or messages)")
+    text = optional_text(record, "text")
     if not text or not text.strip():
         raise InputError("field 'text' is missing or empty")
-    uri = _optional_text(record, "uri")
-    document_id = _optional_text(record, "id") or uri or f"sha256:{sha256_text(text)[:32]}"
-    title = _optional_text(record, "title") or markdown_title(text) or document_id
-    return SourceDocument(
-        id=document_id,
-        title=title,
-        body=text,
-        uri=uri,
-        observed_at=_optional_time(record, "observed_at"),
-        expires_at=_optional_time(record, "expires_at"),
-        scopes=_scopes(record),
-    )
+    turn = record_turn(record, numbering) if is_turn_record(record) else None
+    uri = optional_text(record, "uri")
+    document_id = optional_text(record, "id") or uri or (turn.default_id if turn else f"sha256:{sha256_text(text)[:32]}")
+    title = optional_text(record, "title") or (turn.default_title if turn else markdown_title(text)) or document_id
+    return [
+        SourceDocument(
+            id=document_id,
+            title=title,
+            body=turn.spoken(text) if turn else text,
+            uri=uri,
+            observed_at=optional_time(record, "observed_at"),
+            expires_at=optional_time(record, "expires_at"),
+            scopes=_scopes(record),
+            turn=turn,
+        )
+    ]
 
 
-def _optional_text(record: dict, field: str) -> str | None:
-    value = record.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputError(f"field {field!r} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise InputError(f"field {field!r} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        # JSON's \ud800 escapes decode to a lone surrogate, which no UTF-8 database can store.
-        raise InputError(f"field {field!r} holds a lone surrogate at character {error.start}") from None
-    return value
-
-
-def _optional_time(record: dict, field: str) -> datetime | None:
-    value = _optional_text(record, field)
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"field {field!r} is not an ISO 8601 time: {value!r}") from None
-    # A time without a zone is read as UTC rather than as this machine's local time.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+def _chat_documents(record: dict, numbering: TurnNumbering) -> list[SourceDocument]:
+    messages = chat_messages(record, numbering)
+    observed_at = optional_time(record, "observed_at")
+    scopes = _scopes(record)
+    return [
+        SourceDocument(
+            id=message.turn.default_id,
+            title=message.turn.default_title,
+            body=message.turn.spoken(message.text),
+            observed_at=message.said_at or observed_at,
+            scopes=scopes,
+            turn=message.turn,
+        )
+        for message in messages
+    ]
 
 
 def _scopes(record: dict) -> tuple[str, ...]:
