@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.evaluation.report import text_table
+from pipelines.evaluation.report import category_table, text_table
 from pipelines.evaluation.run import DEFAULT_CUTOFFS, EvaluationRequest, evaluate
 from pipelines.errors import InputError
 
@@ -97,6 +97,8 @@ def run(arguments: argparse.Namespace) -> int:
     )
     report = evaluate(request, progress=lambda message: print(message, file=sys.stderr, flush=True))
     print(text_table(report))
+    if categories := category_table(report):
+        print(f"\nper question category:\n{categories}")
     if arguments.json:
         arguments.json.write_text(json.dumps(report, indent=2) + "\n")
         print(f"report written to {arguments.json}", file=sys.stderr)

@@ -32,6 +32,12 @@ class Passage(_Strict):
     id: str = Field(min_length=1)
     title: str
     text: str
+    # A memory's passages: who may read it, when it was said, and the turn of a conversation it is.
+    scopes: tuple[str, ...] = ()
+    observed_at: str | None = None
+    conversation: str | None = None
+    session: int | str | None = None
+    speaker: str | None = None
 
 
 class Question(_Strict):
@@ -39,11 +45,18 @@ class Question(_Strict):
     text: str = Field(min_length=1)
     gold_ids: tuple[str, ...] = Field(min_length=1)
     answers: tuple[str, ...] = ()
+    # The caller's scopes: the question is asked as a confined caller of these, as a tenant would.
+    scopes: tuple[str, ...] = ()
     meta: dict[str, object] = {}
 
     @property
     def split(self) -> str:
         return str(self.meta.get("split", ""))
+
+    @property
+    def category(self) -> str | None:
+        category = self.meta.get("category")
+        return str(category) if category is not None else None
 
 
 class _DatasetFile(_Strict):
@@ -112,19 +125,24 @@ def database_suffix(name: str) -> str:
 
 
 def corpus_records(passages: Iterable[Passage]) -> list[dict[str, object]]:
-    """The ingest JSONL records: one document per passage, id and title kept as they are."""
-    return [
-        {
-            "id": passage.id,
-            "title": passage.title,
-            "text": passage.text,
-            "uri": None,
-            "observed_at": None,
-            "expires_at": None,
-            "scopes": [],
-        }
-        for passage in passages
-    ]
+    """The ingest JSONL records: one document per passage, id and title kept as they are; a turn
+    of a conversation as a turn record, numbered by its place in the corpus."""
+    return [_corpus_record(passage) for passage in passages]
+
+
+def _corpus_record(passage: Passage) -> dict[str, object]:
+    record: dict[str, object] = {
+        "id": passage.id,
+        "title": passage.title,
+        "text": passage.text,
+        "uri": None,
+        "observed_at": passage.observed_at,
+        "expires_at": None,
+        "scopes": list(passage.scopes),
+    }
+    if passage.conversation is not None:
+        record.update(conversation=passage.conversation, session=passage.session, speaker=passage.speaker)
+    return record
 
 
 def corpus_jsonl(passages: Iterable[Passage]) -> str:

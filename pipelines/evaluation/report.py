@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from pipelines.evaluation.answers import ANSWER_METRIC, answer_scores, scored_questions
 from pipelines.evaluation.dataset import Question
 from pipelines.evaluation.metrics import (
@@ -52,6 +54,9 @@ def build_report(
         for outcome in outcomes
     }
     report: dict[str, object] = {"dataset": dataset, "split": split, "queries": len(questions), "arms": arms}
+    categories = _category_figures(questions, scores, metrics)
+    if categories:
+        report["categories"] = categories
     if ANSWER_METRIC in metrics:
         report["answer_questions"] = len(scored_questions(questions))
     if BASELINE_ARM in scores:
@@ -72,6 +77,34 @@ def build_report(
             },
         }
     return report
+
+
+def _category_figures(
+    questions: Sequence[Question], scores: Mapping[str, Mapping[str, object]], metrics: Sequence[str]
+) -> dict[str, object]:
+    """Each arm's means over the questions of each `meta.category`, when the questions carry one
+    (LoCoMo's single-hop, multi-hop, temporal, open-domain)."""
+    categories = sorted({question.category for question in questions if question.category is not None})
+    answered = scored_questions(questions)
+    figures: dict[str, object] = {}
+    for category in categories:
+        # Answer coverage is scored over the questions with a scorable answer only.
+        members = {
+            metric: np.array([question.category == category for question in (answered if metric == ANSWER_METRIC else questions)], dtype=bool)
+            for metric in metrics
+        }
+        figures[category] = {
+            "queries": int(members[metrics[0]].sum()),
+            "arms": {
+                arm: {
+                    metric: round(float(np.asarray(arm_scores[metric])[members[metric]].mean()), DIGITS)
+                    if members[metric].any() else None
+                    for metric in metrics
+                }
+                for arm, arm_scores in scores.items()
+            },
+        }
+    return figures
 
 
 def _headline_metric(metrics: Sequence[str]) -> str:
@@ -136,6 +169,25 @@ def text_table(report: Mapping[str, object]) -> str:
         ).rstrip()
 
     return "\n".join([_caption(report), line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def category_table(report: Mapping[str, object]) -> str:
+    """Each arm's figures per question category; empty when the questions carry no category."""
+    categories: Mapping[str, Mapping[str, object]] = report.get("categories") or {}  # type: ignore[assignment]
+    if not categories:
+        return ""
+    rows = []
+    for category, figures in categories.items():
+        arms: Mapping[str, Mapping[str, float]] = figures["arms"]  # type: ignore[assignment]
+        for arm, values in arms.items():
+            rows.append([f"{category} ({figures['queries']} q)", arm, *("—" if value is None else f"{value:.3f}" for value in values.values())])
+    metrics = list(next(iter(next(iter(categories.values()))["arms"].values())))  # type: ignore[union-attr]
+    header = ["category", "arm", *map(_label, metrics)]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) if index < 2 else cell.rjust(width) for index, (cell, width) in enumerate(zip(cells, widths, strict=True))).rstrip()
+        for cells in [header, ["-" * width for width in widths], *rows]
+    )
 
 
 def markdown_table(report: Mapping[str, object]) -> str:

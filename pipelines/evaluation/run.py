@@ -3,7 +3,9 @@
 Every arm answers every question on the same database with the same question vectors: each
 question is embedded once, up front, so latency measures retrieval (the statement, dedupe and
 packing), not the embedding model, and every arm sees identical vectors. Access is never recorded,
-so no arm changes the access counts (a ranking input) that the next arm sees.
+so no arm changes the access counts (a ranking input) that the next arm sees. A question with
+`scopes` is asked, in every arm, as a confined caller of those scopes (row-level security, as a
+tenant asks): a memory's question sees its own conversation only.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pipelines.evaluation.build import ensure_built
 from pipelines.evaluation.dataset import Question, Split, load_dataset
 from pipelines.evaluation.metrics import ranking_depth
 from pipelines.evaluation.passages import EvidenceSource, chunk_passages, load_chunk_documents, passage_ranking
-from pipelines.evaluation.ppr import load_entity_graph, ppr_ranking
+from pipelines.evaluation.ppr import EntityGraph, load_entity_graph, ppr_ranking
 from pipelines.evaluation.report import ArmOutcome, build_report
 from pipelines.read.execute import run_statement
 from pipelines.read.find import estimate_tokens, find, find_transaction, pack
@@ -46,7 +48,8 @@ class Retrieved:
     lines: tuple[str, ...] | None
 
 
-Retriever = Callable[[str], Retrieved]
+# (question text, the caller's scopes or None for the owner) -> what the arm retrieved.
+Retriever = Callable[[str, Sequence[str] | None], Retrieved]
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,8 @@ def _find_retriever(database: Database | ReadServers, arm: Arm, embedder: Questi
     # Enough rows for every cutoff: a k below the deepest cutoff would cap Recall@k by construction.
     k = max(arm.config.settings.k, depth)
 
-    def retrieve(question: str) -> Retrieved:
-        result = find(database, question, k=k, config=arm.config, embedder=embedder)
+    def retrieve(question: str, scopes: Sequence[str] | None) -> Retrieved:
+        result = find(database, question, k=k, config=arm.config, embedder=embedder, scopes=scopes)
         return Retrieved(
             [(candidate.document_id, candidate.source_chunk_id) for candidate in result.evidence],
             tuple(candidate.line for candidate in result.evidence),
@@ -99,10 +102,10 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: QuestionEmbedder)
     assert arm.ranking is not None
     ranking = ranking_statement(arm.config, arm.ranking)
 
-    def retrieve(question: str) -> Retrieved:
+    def retrieve(question: str, scopes: Sequence[str] | None) -> Retrieved:
         vector = embedder.embed_questions([question])[0]
         # The ranking as it runs inside find: same plan mode, same HNSW search depth.
-        with find_transaction(database, arm.config) as connection:
+        with find_transaction(database, arm.config, scopes) as connection:
             rows = run_statement(connection, ranking.statement, ranking.values(arm.config, question, vector))
         return Retrieved([(None, chunk_id) for chunk_id in ranking.chunk_ids(rows)], None)
 
@@ -110,13 +113,21 @@ def _ranking_retriever(database: Database, arm: Arm, embedder: QuestionEmbedder)
 
 
 def _ppr_retriever(database: Database, arm: Arm, embedder: QuestionEmbedder) -> Retriever:
-    # The graph is read once per arm; the walk itself is what each question's latency measures.
-    with database.connection() as connection:
-        graph = load_entity_graph(connection, arm.config.settings.bridge_fanout)
+    # The graph a caller sees is read once per arm and caller; the walk itself is what each
+    # question's latency measures.
+    graphs: dict[tuple[str, ...] | None, EntityGraph] = {}
 
-    def retrieve(question: str) -> Retrieved:
+    def graph_for(scopes: Sequence[str] | None) -> EntityGraph:
+        key = tuple(scopes) if scopes is not None else None
+        if key not in graphs:
+            with database.connection(scopes) as connection:
+                graphs[key] = load_entity_graph(connection, arm.config.settings.bridge_fanout)
+        return graphs[key]
+
+    def retrieve(question: str, scopes: Sequence[str] | None) -> Retrieved:
         vector = embedder.embed_questions([question])[0]
-        with find_transaction(database, arm.config) as connection:
+        graph = graph_for(scopes)
+        with find_transaction(database, arm.config, scopes) as connection:
             chunk_ids = ppr_ranking(connection, graph, question, vector)
         return Retrieved([(None, chunk_id) for chunk_id in chunk_ids], None)
 
@@ -152,19 +163,26 @@ def run_arm(
         retrieve = _ranking_retriever(database, arm, embedder)
     else:
         retrieve = _find_retriever(reads or database, arm, embedder, depth)
-    # One untimed call compiles and prepares the statement, so latency measures answering only.
-    retrieve(questions[0].text)
+    # One untimed call per caller compiles and prepares the statement (and reads a caller's
+    # graph), so latency measures answering only.
+    for scopes in dict.fromkeys(_caller(question) for question in questions):
+        retrieve(questions[0].text, scopes)
     rankings: dict[str, list[str]] = {}
     latencies_ms: list[float] = []
     prompts: dict[str, str] = {}
     for count, question in enumerate(questions, start=1):
         started = time.perf_counter()
-        retrieved = retrieve(question.text)
+        retrieved = retrieve(question.text, _caller(question))
         latencies_ms.append((time.perf_counter() - started) * 1000)
         rankings[question.id] = passage_ranking(retrieved.sources, chunk_documents)
         prompts[question.id] = _prompt(database, arm, retrieved)
         answered(count)
     return ArmOutcome(arm.name, rankings, latencies_ms, prompts)
+
+
+def _caller(question: Question) -> tuple[str, ...] | None:
+    """The scopes a question is asked with; None (the owner) when it names none."""
+    return question.scopes or None
 
 
 def _checked_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
