@@ -1,5 +1,5 @@
-"""The documentation is checked like code: every `lanegraph ...` command line in README.md and
-docs/*.md parses with the CLI's own parser, every relative link resolves (its #anchor too), the
+"""The documentation is checked like code: every `lanegraph ...` command line in README.md,
+CHANGELOG.md and docs/*.md parses with the CLI's own parser, every relative link resolves (its #anchor too), the
 configuration reference lists every key of lanes.yaml with its default and allowed values, and the
 README stays an entry page. The checkers are functions over text, so a test can show each one
 failing on a broken line."""
@@ -31,7 +31,7 @@ README_MAX_LINES = 250
 
 
 def markdown_files() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    return [README, REPOSITORY / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
 
 
 # --- commands -------------------------------------------------------------------------------------
