@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from pipelines.cli import build_parser
-from pipelines.config import LanegraphConfig
+from pipelines.config import LanegraphConfig, load_config
+from pipelines.write.documents.sources import jsonl_document
 from tests import REPOSITORY
 
 DOCS = REPOSITORY / "docs"
@@ -311,6 +312,18 @@ def test_the_checkers_fail_on_a_broken_command_and_a_broken_link(tmp_path: Path)
     assert problems[4].endswith("lanegraph db migrat: no command 'migrat'")
 
 
+def test_every_json_example_is_a_record_ingest_accepts():
+    records = [
+        line
+        for path in markdown_files()
+        for _, language, body in _code_blocks(path.read_text(encoding="utf-8"))
+        if language in {"json", "jsonl"}
+        for line in body
+        if line.strip()
+    ]
+    assert records and [jsonl_document(line).id for line in records]
+
+
 # --- the configuration reference ------------------------------------------------------------------
 
 ROW = re.compile(r"^\|\s*`([a-z_][\w.<>]*)`\s*\|([^|]*)\|([^|]*)\|")
@@ -420,6 +433,12 @@ def test_the_configuration_check_fails_on_a_stale_default_and_an_unknown_key():
         "settings.k_prime: not in lanes.schema.json",
         "settings.rrf_k: missing; expected a row like | `settings.rrf_k` | `60` | ≥ 1 | ... |",
     ]
+
+
+def test_the_shipped_lanes_yaml_sets_every_key_at_its_documented_default():
+    # The page says so: the reference's defaults are what a user running the shipped file gets.
+    shipped = load_config(REPOSITORY / "lanes.yaml")
+    assert shipped.model_dump(exclude={"lanes"}) == LanegraphConfig(version=1).model_dump(exclude={"lanes"})
 
 
 def test_the_configuration_reference_names_every_environment_variable():
