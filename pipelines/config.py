@@ -52,12 +52,12 @@ class EmbeddingSettings(StrictModel):
     batch_size: int = Field(default=64, ge=1, le=4096)
     # At most this many tokens (texts times their padded width) in one forward pass of the bundled
     # model, under batch_size texts: past it the activations outgrow the CPU's caches, and 64 chunks
-    # a pass run about 20% slower than the same chunks 1,024 tokens at a time (README, write side).
+    # a pass run about 20% slower than the same chunks 1,024 tokens at a time (docs/benchmarks.md, the embedder).
     batch_tokens: int = Field(default=1024, ge=16, le=1_048_576)
     # local: the number format of the model's matrix products while it embeds chunks, facts,
     # entities and summaries. bfloat16 runs the build's passes 1.7 to 2.4 times as fast on a CPU
-    # that multiplies it natively (AMX or AVX-512 BF16), at cosine 0.99999 to float32 (README,
-    # write side), and slower on one that does not; auto picks it where the CPU has it.
+    # that multiplies it natively (AMX or AVX-512 BF16), at cosine 0.99999 to float32
+    # (docs/benchmarks.md, the embedder), and slower on one that does not; auto picks it where the CPU has it.
     precision: EmbeddingPrecision = "auto"
     openai: HttpEndpoint = HttpEndpoint()
 

@@ -8,7 +8,7 @@ import re
 from tests import REPOSITORY
 
 SOURCES = [
-    REPOSITORY / "README.md", REPOSITORY / "lanes.yaml",
+    REPOSITORY / "README.md", REPOSITORY / "CHANGELOG.md", *sorted((REPOSITORY / "docs").glob("*.md")), REPOSITORY / "lanes.yaml",
     *sorted((REPOSITORY / "pipelines").rglob("*.py")), *sorted((REPOSITORY / "sql_templates").rglob("*.*")),
 ]
 DOCUMENT = re.compile(r"\b[A-Z][A-Z_]+\.md\b")

@@ -4,7 +4,7 @@
 executor, independent steps (embeddings, BM25, extraction; RAPTOR beside the entity graph) side by
 side in one process each, at most one per usable CPU. `auto`: the latter when it can run, the
 machine has CPUs to spare, and the sources to process are large enough to repay starting the step
-processes. README, "Dagster past one process", has the measurement behind both limits.
+processes. docs/operations.md, "Dagster past one process", has the measurement behind both limits.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -35,8 +36,9 @@ from pgvector.psycopg import register_vector
 from pipelines.config import LanegraphConfig
 from pipelines.read.compiler import CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import explain_statement, run_statement
-from pipelines.lanes_config import Settings
+from pipelines.lanes_config import Plan, Settings
 from pipelines.read.schema import load_catalog
+from pipelines.read.templates import TemplateError, display_path
 from pipelines.resources.database import Database, connect
 from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 
@@ -134,6 +136,27 @@ def shape_only(config: LanegraphConfig, statement: CompiledStatement) -> Propert
     if again.sql != statement.sql:
         return PropertyResult("shape only", False, "changing setting values changed the SQL text")
     return PropertyResult("shape only", True, "every setting value changed, SQL text byte-identical")
+
+
+def maximal_plan(config: LanegraphConfig) -> LanegraphConfig:
+    """The same lanes under a plan that turns on every lane and part a plan can: compiling it reads
+    every template the settings file can reach, whatever this plan includes."""
+    toggles = {name: True for name, field in Plan.model_fields.items() if field.annotation is bool}
+    plan = config.plan.model_copy(update={**toggles, "hops": max(config.plan.hops, 1)})
+    return config.model_copy(update={"plan": plan})
+
+
+def check_templates_left_off(config: LanegraphConfig, statement: CompiledStatement) -> tuple[Path, ...]:
+    """Compile the lanes and parts this plan leaves off, in the maximal plan, so a broken template
+    fails `check` now rather than `find` on the day its lane is turned on. Returns the template
+    files the plan's own statement does not read; a broken one raises TemplateError naming it."""
+    try:
+        maximal = compile_find(maximal_plan(config))
+    except TemplateError as error:
+        raise TemplateError(
+            f"{error} (compiled in the maximal plan: this plan may leave the lane or part off, but turning it on must not fail)"
+        ) from None
+    return tuple(sorted(set(maximal.templates) - set(statement.templates), key=display_path))
 
 
 def changed_values(config: LanegraphConfig) -> LanegraphConfig:

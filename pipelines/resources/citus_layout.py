@@ -3,7 +3,7 @@
 The volume tables (text, postings, mentions, facts) are distributed by document and colocated, so a
 chunk, its postings, its mentions and its facts share a shard and a document's writes touch one
 node. The graph's vocabulary and the corpus-wide statistics are reference tables, copied to every
-node, so a shard joins them locally. The README's "Citus, on paper" section gives the reasons and
+node, so a shard joins them locally. docs/operations.md, "Citus, on paper", gives the reasons and
 what the find statement can push down.
 
 Citus's rules for that layout, which `layout_violations` checks:
@@ -13,7 +13,7 @@ Citus's rules for that layout, which `layout_violations` checks:
 - a reference table references only reference tables;
 - every table is placed (a new table cannot be forgotten).
 `KNOWN_EXCEPTIONS` lists what today's schema breaks: fixing one, like adding a new one, fails the
-test until this list (and the README) says so.
+test until this list (and docs/operations.md) says so.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Citus layout the README describes holds on the migrated schema, but for its listed exceptions."""
+"""The Citus layout docs/operations.md describes holds on the migrated schema, but for its listed exceptions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def test_the_schema_follows_the_citus_layout_except_where_listed(database: Datab
     with database.connection() as connection:
         violations = layout_violations(connection)
     assert violations - KNOWN_EXCEPTIONS == set(), "new breaks of the Citus layout (fix, or list and explain them)"
-    assert KNOWN_EXCEPTIONS - violations == set(), "fixed exceptions: remove them from KNOWN_EXCEPTIONS and the README"
+    assert KNOWN_EXCEPTIONS - violations == set(), "fixed exceptions: remove them from KNOWN_EXCEPTIONS and docs/operations.md"
 
 
 def test_the_layout_sees_a_break_it_does_not_list(database: Database) -> None:
