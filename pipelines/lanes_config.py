@@ -66,6 +66,18 @@ class Settings(StrictModel):
     )
     bridge_weight: float = Field(default=0.5, ge=0, description="Score the bridge hop adds to a linked chunk at the top of its ranking.")
     bridge_fanout: int = Field(default=50, ge=0, description="The bridge hop skips entities and titles named in this many chunks or more (hubs).")
+    named_fact_weight: float = Field(
+        default=0.3, ge=0,
+        description="Score a chunk gains as the source of the named entities' fact nearest the question, scaled down to 0 for the farthest kept.",
+    )
+    turn_reply_weight: float = Field(
+        default=0.5, ge=0,
+        description="Share of a found turn's fused score that the next turn of its session gains (a reply answers the turn before it).",
+    )
+    turn_context_weight: float = Field(
+        default=0.25, ge=0,
+        description="Share of a found turn's fused score that the turn before it gains (what the found turn answers or goes on from).",
+    )
     named_title_bonus: float = Field(default=1.0, ge=0, description="Fused-score bonus of a chunk whose document title the question names.")
     unqualified_title_bonus: float = Field(
         default=0.5, ge=0,
@@ -164,6 +176,14 @@ class Plan(StrictModel):
     bridges: bool = Field(
         default=True,
         description="The sources lane adds a second hop: chunks titled with or naming the entities its best chunks name.",
+    )
+    named_facts: bool = Field(
+        default=False,
+        description="The sources lane lifts the source chunks of the facts about the entities the question names, nearest the question first.",
+    )
+    turns: bool = Field(
+        default=True,
+        description="The sources lane lifts the turns next to a conversation turn it found (the reply after it, the turn before it).",
     )
 
     def includes(self, name: str, kind: str) -> bool:

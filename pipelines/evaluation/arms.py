@@ -8,7 +8,7 @@
   reference the find statement's bounded rankings are measured against.
 - `find`: the full find statement as lanes.yaml configures it.
 - `find-minus-<lane>` / `find-minus-<part>`: the full statement with one lane, or one part of the
-  facts lane (neighbors, walk, fuzzy_mentions) or of the sources lane (bridges, turns), taken out of the
+  facts lane (neighbors, walk, fuzzy_mentions) or of the sources lane (bridges, named_facts, turns), taken out of the
   plan.
 - one arm per extra lanes.yaml, named after the file: its full find statement.
 """
@@ -40,6 +40,7 @@ PART_ABLATIONS: dict[str, tuple[str, dict[str, object]]] = {
     "walk": ("facts", {"hops": 0}),
     "fuzzy_mentions": ("facts", {"fuzzy_mentions": False}),
     "bridges": ("sources", {"bridges": False}),
+    "named_facts": ("sources", {"named_facts": False}),
     "turns": ("sources", {"turns": False}),
 }
 # The sources lane's rankings, and how fuse.sql reads each: (column, best first when descending).
@@ -98,6 +99,7 @@ def ablation_arms(config: LanegraphConfig) -> list[Arm]:
         "walk": plan.hops > 0,
         "fuzzy_mentions": plan.hops > 0 and plan.fuzzy_mentions,
         "bridges": plan.bridges,
+        "named_facts": plan.named_facts,
         "turns": plan.turns,
     }
     arms += [

@@ -2,7 +2,7 @@
 
 A lane whose template is a file is one part. A composite lane's template is a directory of named
 parts; the plan decides which parts exist (neighbors, the walk and its hop count, fuzzy mentions,
-the sources lane's bridge hop), and that choice is the lane's shape. A part reads other parts as if
+the sources lane's bridge hop and turns), and that choice is the lane's shape. A part reads other parts as if
 they were tables: `reads` maps the table name its template uses to the part that provides it, so
 one `walk_hop.sql` serves every hop and `keep.sql` reads the last fusion, bridged or not. Unions of parts are generated here, never written by hand, because their width follows the
 plan.
@@ -90,6 +90,12 @@ def _sources(directory: Path, plan: Plan) -> list[Part]:
     if plan.bridges:
         parts.append(Part("bridge", directory / "bridge.sql"))
         scored = "bridge"
+    if plan.named_facts:
+        parts.append(Part("named_facts", directory / "named_facts.sql", reads={"scored": scored}))
+        scored = "named_facts"
+    if plan.turns:
+        parts.append(Part("turns", directory / "turns.sql", reads={"scored": scored}))
+        scored = "turns"
     parts.append(Part("keep", directory / "keep.sql", reads={"scored": scored}))
     return parts
 
