@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pipelines.config import LanegraphConfig
 
-EVERY_PART = {"profiles": True, "communities": True, "raptor": True, "entity_catalog": True, "neighbors": True, "hops": 2, "fuzzy_mentions": True, "bridges": True}
+EVERY_PART = {
+    "profiles": True, "communities": True, "raptor": True, "entity_catalog": True, "neighbors": True, "hops": 2,
+    "fuzzy_mentions": True, "bridges": True, "named_facts": True, "turns": True,
+}
 
 
 def every_lane_on(config: LanegraphConfig) -> LanegraphConfig:

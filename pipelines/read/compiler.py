@@ -124,6 +124,8 @@ class Shape:
     hops: int
     fuzzy_mentions: bool
     bridges: bool
+    named_facts: bool
+    turns: bool
 
     @classmethod
     def of(cls, config: LanegraphConfig) -> Shape:
@@ -140,7 +142,8 @@ class Shape:
             if plan.includes(name, config.lanes[name].kind)
         )
         return cls(
-            config.pipeline.embedding.dimension, lanes, plan.neighbors, plan.hops, plan.fuzzy_mentions, plan.bridges
+            config.pipeline.embedding.dimension, lanes, plan.neighbors, plan.hops, plan.fuzzy_mentions, plan.bridges,
+            plan.named_facts, plan.turns,
         )
 
     def plan(self) -> Plan:
@@ -150,6 +153,8 @@ class Shape:
             hops=self.hops,
             fuzzy_mentions=self.fuzzy_mentions,
             bridges=self.bridges,
+            named_facts=self.named_facts,
+            turns=self.turns,
         )
 
 

@@ -112,3 +112,14 @@ def test_coalesced_columns_compile_as_case_so_row_security_can_probe_an_index_wi
     assert "CASE WHEN NOT chunk.document_id IS NULL THEN chunk.document_id ELSE chunk.id END AS key" in sql
     # An argument that is itself computed stays in COALESCE, which evaluates it once.
     assert "COALESCE(LOWER(chunk.text), '') AS text" in sql
+
+
+def test_the_cached_shape_holds_every_part_toggle_of_the_plan() -> None:
+    # A toggle missing from the shape would be served the statement of another plan from the cache.
+    from dataclasses import fields
+
+    from pipelines.lanes_config import KIND_TOGGLES, LANE_TOGGLES, Plan
+    from pipelines.read.compiler import Shape
+
+    toggles = set(Plan.model_fields) - {"order"} - set(KIND_TOGGLES.values()) - set(LANE_TOGGLES.values())
+    assert toggles <= {field.name for field in fields(Shape)}
