@@ -9,6 +9,7 @@ Tessel"), copula roles ("Saoirse Dunne is the mentor of Lucia Ferraro") and copu
 capital_of) and possessive roles ("France's capital is Paris" -> Paris capital_of France). The
 page's subject, named by the chunk's title, stands behind its pronouns and short references
 (`page_subject`). A clause whose subject is not an entity, or that is negated, yields no fact.
+A turn of a conversation (a chunk with a speaker) is read as dialogue instead (`dialogue`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
+from pipelines.write.extraction.dialogue import read_turns
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
 from pipelines.write.extraction.ontology import guess_kind, kind_from_name, kind_from_role
@@ -491,8 +493,13 @@ class SpacyExtractor:
 def _extract_chunks(chunks: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
     """The extraction of `chunks`, in this process; a worker runs it on its share of a call."""
     nlp = load_pipeline()
-    paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
     results = [ChunkExtraction(chunk.id) for chunk in chunks]
+    turns = [index for index, chunk in enumerate(chunks) if chunk.speaker]
+    for index, extraction in zip(turns, read_turns(nlp, [chunks[i] for i in turns], batch_size), strict=True):
+        results[index] = extraction
+    paragraphs = [
+        (index, p.text) for index, chunk in enumerate(chunks) if not chunk.speaker for p in prose_paragraphs(chunk.text)
+    ]
     docs = nlp.pipe((text for _, text in paragraphs), batch_size=batch_size)
     pages = PageSubjects()
     for (index, _), doc in zip(paragraphs, docs):

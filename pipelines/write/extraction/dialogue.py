@@ -1,0 +1,363 @@
+"""Reading a dialogue: a conversation's turns as entities and facts about the people talking.
+
+A turn is a chunk with a speaker (`ChunkText.speaker`). Unlike a page, it has no subject named by
+a title; it has participants: "I", "me", "my" and "we" are the speaker, "you" and "your" the
+addressee (the other participant of a two-person conversation), and a first name or nickname of
+either ("Mel" for Melanie) means them. What a turn talks about is mostly unnamed (pottery, a
+charity race, the kids), so besides the tagger's names every noun phrase becomes a concept entity,
+as HippoRAG's phrase nodes do, normalised so that "a pottery class", "pottery classes" and
+"pottery" meet. Facts say what a participant or a named person does, likes, has, plans or feels,
+grounded in the sentence that says it, valid from the session's day or from the relative time the
+sentence gives ("yesterday", "last Friday", "next month").
+
+Greetings, thanks and backchannels ("Hey Mel!", "Thanks!", "Wow, that's cool!") say nothing about
+anyone: their sentences make no entity and no fact. A speaker prefix ("Caroline: ...") is never
+part of a name, a name the speaker calls the addressee by is not a third person, and a capitalised
+word opening a sentence is not a name by that alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.grounding import WEEKDAY, relative_day
+from pipelines.write.extraction.spacy_pipeline import LABEL_KINDS, predicate_name
+
+CONCEPT = "concept"
+# "Caroline: Hey Mel!": the speaker's name before the turn's words, as transcripts write it.
+SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}:\s+")
+SPEAKER_WORDS = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
+ADDRESSEE_WORDS = {"you", "your", "yours", "yourself", "yourselves"}
+# Chat spellings of "you" that the tagger reads as names.
+ADDRESSEE_SPELLINGS = {"ya", "u", "ur"}
+# Words that open a turn before a name without being part of it: "Yep John", "Aww Mel".
+OPENERS = {
+    "hey", "hi", "hello", "yep", "yeah", "yes", "aww", "aw", "wow", "oh", "ok", "okay", "well", "so",
+    "ya", "thanks", "thank", "congrats", "hmm", "haha", "lol", "omg", "dear", "glad", "sorry", "nah",
+}
+# Sentences that are only social: they open with thanks, or are a greeting, wish or farewell.
+THANKS = re.compile(r"^(?:thanks|thank|appreciate|thx|ty|congrats|congratulations|cheers)\b", re.IGNORECASE)
+PHATIC_PHRASES = re.compile(
+    r"\b(?:(?:good|nice|great|glad|lovely) (?:to|talking|chatting|catching)(?: up)?(?: (?:see|talk|chat|hear|meet))?"
+    r"(?: (?:to|with|from))? (?:you|ya)|talk (?:to you |with you )?(?:soon|later)|take care|see (?:you|ya)"
+    r"|catch (?:you|ya) later|have a (?:good|great|nice|lovely) (?:one|day|night|time|weekend|evening)"
+    r"|how (?:have you been|are you|is it going|'s it going|about you)|what'?s up|you too|me too|same here"
+    r"|no problem|no worries|good night|bye)\b",
+    re.IGNORECASE,
+)
+# Verbs that carry no content of their own in a short social sentence ("That sounds great!").
+EMPTY_VERBS = {"be", "do", "sound", "look", "seem", "feel", "get", "go", "say", "mean", "know", "guess", "bet"}
+# A sentence without a subject whose verb says what the speaker feels: "Wow, love that painting!"
+SUBJECTLESS_FEELINGS = {"love", "like", "enjoy", "hope", "miss", "want", "need", "wish", "appreciate", "adore"}
+# Gerunds that name the activity a verb like "go" or "love" takes: "go swimming", "love painting".
+ACTIVITY_VERBS = {"go", "love", "like", "enjoy", "start", "try", "begin", "prefer", "hate", "miss", "practice"}
+ARGUMENT_DEPS = {"nsubj", "nsubjpass", "dobj", "pobj", "poss", "attr", "dative", "conj", "appos", "compound"}
+SUBJECTS = {"nsubj", "nsubjpass"}
+# Heads too vague to be a node of their own ("a lot", "something", "the way", "a photo").
+VAGUE_HEADS = {
+    "thing", "lot", "way", "time", "bit", "kind", "sort", "stuff", "something", "anything", "everything",
+    "nothing", "one", "day", "week", "month", "year", "moment", "while", "today", "tonight", "yesterday",
+    "tomorrow", "part", "piece", "idea", "fun", "lol", "haha", "wow", "yeah", "photo", "pic", "picture",
+    "people", "place", "deal", "job", "reason", "fact", "end", "point", "glad", "hey", "hi", "thanks",
+    "everyone", "someone", "anyone", "all", "other", "others", "kinda", "sorta", "lots", "tons", "number",
+    "fave", "word", "eye", "best", "mix", "blast", "chance", "sense", "look", "feelin", "prob",
+}
+# Heads that only frame an activity: "a pottery class" is about pottery.
+FRAME_HEADS = {"class", "lesson", "course", "workshop", "session", "practice", "trip", "activity", "hobby", "club"}
+# Adjectives of judgement or quantity say nothing about what a thing is: "a great counselor".
+JUDGING_ADJECTIVES = {
+    "good", "great", "nice", "awesome", "amazing", "cool", "wonderful", "lovely", "beautiful", "fun",
+    "favorite", "favourite", "own", "new", "old", "big", "little", "small", "huge", "real", "whole",
+    "best", "better", "bad", "hard", "tough", "special", "fantastic", "incredible", "super", "many",
+    "much", "few", "several", "some", "more", "most", "other", "same", "such", "first", "last", "next",
+    "recent", "different", "certain", "main", "perfect", "exciting", "happy", "long", "short", "entire",
+    "helpful", "inspiring", "cute", "sweet", "crazy", "lot", "busy", "strong",
+}
+# The last word of a capitalised phrase the tagger calls a person but that names a dish or a work.
+NOT_NAME_HEADS = {
+    "pie", "cake", "soup", "salad", "pasta", "sauce", "bread", "pizza", "burger", "tacos", "curry",
+    "stew", "chili", "casserole", "sandwich", "cookies", "muffins", "pancakes", "roast", "chicken",
+    "game", "games", "show", "movie", "film", "book", "song", "album", "series", "festival", "club",
+    "music", "memories", "art", "day", "night", "park", "street", "beach",
+}
+# Tagger labels of when, how many and how much: values, never entities.
+VALUE_LABELS = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "MONEY", "PERCENT"}
+
+
+def turn_body(chunk: ChunkText) -> tuple[int, str]:
+    """The turn's words after any "Name: " prefix, and where they start in the chunk's text."""
+    prefix = SPEAKER_PREFIX.match(chunk.text)
+    start = prefix.end() if prefix else len(chunk.text) - len(chunk.text.lstrip())
+    return start, chunk.text[start:].rstrip()
+
+
+@dataclass(frozen=True)
+class Participants:
+    speaker: Mention
+    addressee: Mention | None
+
+    @classmethod
+    def of(cls, chunk: ChunkText) -> Participants:
+        return cls(Mention(chunk.speaker, "person"), Mention(chunk.addressee, "person") if chunk.addressee else None)
+
+    def by_name(self, text: str) -> Mention | None:
+        """The participant a name means: their name or its first word, or a nickname of three or
+        more letters that begins it ("Mel" for Melanie)."""
+        word = text.strip().lower()
+        for person in (self.speaker, self.addressee):
+            if person is None or len(word) < 3:
+                continue
+            full = person.normalized_name
+            if word == full or word == full.split()[0] or full.startswith(word):
+                return person
+        return None
+
+    def by_pronoun(self, token) -> Mention | None:
+        word = token.lower_
+        if word in SPEAKER_WORDS and token.pos_ == "PRON":
+            return self.speaker
+        if (word in ADDRESSEE_WORDS and token.pos_ == "PRON") or (word in ADDRESSEE_SPELLINGS and token.text == word):
+            return self.addressee
+        return None
+
+
+def concept_name(root) -> str | None:
+    """The normalised name of the noun phrase `root` heads: its lemma with the compounds and
+    classifying adjectives right before it, no determiner, possessive, quantity or judgement;
+    a framing head ("class" of "pottery class") gives way to what it frames."""
+    if root.pos_ != "NOUN" or not root.is_alpha:
+        return None
+    words: list[str] = []
+    for left in reversed(list(root.lefts)):
+        if left.i != root.i - len(words) - 1:
+            break
+        classifying = left.dep_ == "amod" and left.pos_ == "ADJ" and left.lower_ not in JUDGING_ADJECTIVES
+        if not (left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"} and left.is_alpha) and not classifying:
+            break
+        words.insert(0, left.text if left.pos_ == "PROPN" else left.lower_)
+    # The lemmatiser cuts "politics" to "politic".
+    head = root.lower_ if root.lower_.endswith("ics") else root.lemma_.lower()
+    if head in FRAME_HEADS and words:
+        return " ".join(words)
+    if head in VAGUE_HEADS and not words:
+        return None
+    return " ".join([*words, head])
+
+
+class _TurnSentence:
+    """One sentence of a turn: what it names and the facts its clauses state about people."""
+
+    def __init__(self, sentence, turn: Participants, said_on, named_elsewhere: set[str]) -> None:
+        self.sentence = sentence
+        self.turn = turn
+        self.statement = sentence.text.strip()
+        self.valid_from = (relative_day(self.statement, said_on) or said_on) if said_on else None
+        self.named_elsewhere = named_elsewhere
+        self.mention_at: dict[int, Mention] = {}
+        self.phatic = self._is_phatic()
+        if not self.phatic:
+            self._read_names()
+            self._read_concepts()
+
+    # Social sentences ------------------------------------------------------------------------
+
+    def _is_phatic(self) -> bool:
+        content = [t for t in self.sentence if not (t.is_punct or t.pos_ == "INTJ" or t.is_space)]
+        text = " ".join(t.text for t in content)
+        if not content or THANKS.match(text) or PHATIC_PHRASES.search(self.statement):
+            return True
+        opener = self.sentence[0]
+        if (opener.pos_ == "INTJ" or opener.lower_ in OPENERS) and not any(t.pos_ == "VERB" for t in content):
+            # "Wow, what an amazing journey!": an exclamation, not a statement.
+            return True
+        return not any(
+            (t.pos_ == "NOUN" and t.lemma_.lower() not in VAGUE_HEADS)
+            or (t.pos_ == "PROPN" and self.turn.by_name(t.text) is None)
+            or (t.pos_ == "VERB" and t.lemma_ not in EMPTY_VERBS)
+            for t in content
+        )
+
+    # Entities --------------------------------------------------------------------------------
+
+    def _read_names(self) -> None:
+        for span in self.sentence.ents:
+            if span.label_ in VALUE_LABELS:
+                continue
+            words = list(span)
+            while words and (words[0].is_punct or words[0].pos_ == "INTJ" or words[0].lower_ in OPENERS):
+                words.pop(0)
+            while words and words[-1].is_punct:
+                words.pop()
+            if not words:
+                continue
+            name = span.doc[words[0].i : words[-1].i + 1]
+            mention = self._named(name, span.label_)
+            if mention is not None:
+                for token in name:
+                    self.mention_at[token.i] = mention
+        for token in self.sentence:
+            person = self.turn.by_pronoun(token)
+            if person is None and token.pos_ == "PROPN" and token.i not in self.mention_at and token.dep_ in ARGUMENT_DEPS:
+                person = self.turn.by_name(token.text)
+            if person is not None and token.i not in self.mention_at:
+                self.mention_at[token.i] = person
+
+    def _named(self, name, label: str) -> Mention | None:
+        """The entity a tagged span names, or None where the tagger is fooled by a capital."""
+        participant = self.turn.by_name(name.text)
+        if participant is not None:
+            # "Hey Mel", "Wow, Caroline!": calling someone by name says nothing about them.
+            return participant if name.root.dep_ in ARGUMENT_DEPS - {"compound", "appos", "conj"} else None
+        kind = LABEL_KINDS.get(label)
+        if kind is None or not any(c.isupper() or c.isdigit() for c in name.text) or any(re.fullmatch(WEEKDAY, t.lower_) for t in name):
+            return None
+        common = len(name) == 1 and f" {name.text.lower()}" in f" {self.sentence.doc.text}"
+        if common or all(t.tag_ in {"NNS", "NN"} for t in name):
+            # "Pottery's so relaxing" beside "pottery class", "Success": a common noun, capitalised.
+            concept = concept_name(name.root)
+            return Mention(concept, CONCEPT) if concept else None
+        if kind in {"person", "place"} and name[-1].lower_ in NOT_NAME_HEADS:
+            # "Chicken Pot Pie", "Games": a dish or a work, not a person or a place.
+            return Mention(name.text.lower(), CONCEPT)
+        before = self.sentence[: name.start - self.sentence.start]
+        if len(name) == 1 and all(t.is_punct or t.pos_ == "INTJ" or t.lower_ in OPENERS for t in before):
+            # A capitalised word opening a sentence is a name only if the turn also capitalises it elsewhere.
+            return Mention(name.text, kind) if name.text in self.named_elsewhere else None
+        return Mention(name.text, kind)
+
+    def _read_concepts(self) -> None:
+        for token in self.sentence:
+            if token.i in self.mention_at:
+                continue
+            name = None
+            if token.pos_ == "NOUN" and token.dep_ != "compound" and token.ent_type_ not in VALUE_LABELS:
+                name = concept_name(token)
+            elif (
+                token.tag_ == "VBG" and token.dep_ in {"xcomp", "dobj"} and token.head.lemma_ in ACTIVITY_VERBS
+                and token.lemma_ not in EMPTY_VERBS | {"have", "make", "take"}
+            ):
+                name = token.lower_
+            if name:
+                self.mention_at[token.i] = Mention(name, CONCEPT)
+
+    @property
+    def mentions(self) -> list[Mention]:
+        return list(dict.fromkeys(self.mention_at[i] for i in sorted(self.mention_at)))
+
+    # Facts -----------------------------------------------------------------------------------
+
+    def facts(self) -> list[ExtractedFact]:
+        # A question asserts nothing: "Have you had any news?" is not news.
+        if self.phatic or self.statement.endswith("?"):
+            return []
+        found: dict[tuple, ExtractedFact] = {}
+        for token in self.sentence:
+            if token.pos_ in {"VERB", "AUX"} and not _negated(token):
+                for fact in self._clause_facts(token):
+                    found.setdefault((fact.subject, fact.predicate, fact.object, fact.object_value), fact)
+        for fact in self._possession_facts():
+            found.setdefault((fact.subject, fact.predicate, fact.object, fact.object_value), fact)
+        return list(found.values())
+
+    def _person(self, token) -> Mention | None:
+        mention = self.mention_at.get(token.i)
+        return mention if mention is not None and mention.kind == "person" else None
+
+    def _subjects(self, verb) -> list[Mention]:
+        own = [child for child in verb.children if child.dep_ in SUBJECTS]
+        if own:
+            return [m for m in (self._person(t) for t in [own[0], *own[0].conjuncts]) if m is not None]
+        if verb.dep_ in {"conj", "xcomp"} and verb.head.pos_ in {"VERB", "AUX"}:
+            return self._subjects(verb.head)
+        if verb.dep_ == "ROOT" and verb.tag_ in {"VB", "VBP"} and verb.lemma_ in SUBJECTLESS_FEELINGS:
+            return [self.turn.speaker]
+        return []
+
+    def _entity_in(self, token) -> Mention | None:
+        """The entity a token names, or one its phrase names ("the Tessel sensor array")."""
+        if token.i in self.mention_at:
+            return self.mention_at[token.i]
+        for child in token.lefts:
+            if child.dep_ in {"compound", "amod", "nmod"} and child.i in self.mention_at:
+                return self.mention_at[child.i]
+        return None
+
+    def _objects_of(self, token) -> list[Mention]:
+        """Entities a complement names: itself and its coordinated siblings, or for a clause
+        complement ("about going camping"), what that clause's verb takes."""
+        if token.pos_ in {"VERB", "AUX"} and token.i not in self.mention_at:
+            return [m for child in token.children if child.dep_ in {"dobj", "xcomp", "attr"} for m in self._objects_of(child)]
+        return [m for m in (self._entity_in(t) for t in [token, *token.conjuncts]) if m is not None]
+
+    def _clause_facts(self, verb) -> list[ExtractedFact]:
+        if verb.dep_ in {"relcl", "acl", "amod"} or (verb.tag_ == "VBG" and verb.dep_ in {"xcomp", "dobj"} and verb.i in self.mention_at):
+            return []
+        subjects = self._subjects(verb)
+        if not subjects:
+            return []
+        particle = " ".join(child.lower_ for child in verb.children if child.dep_ == "prt")
+        action = f"{verb.lemma_} {particle}".strip()
+        pairs: list[tuple[str, Mention | None, str | None]] = []
+        for child in verb.children:
+            if child.dep_ in {"dobj", "attr", "dative"} or (child.dep_ == "xcomp" and child.i in self.mention_at):
+                pairs.extend((action, m, None) for m in self._objects_of(child))
+            elif child.dep_ == "acomp":
+                pairs.append(("feel", None, child.lower_))
+                pairs.extend(self._prepositional(child, f"{action} {child.lower_}"))
+        pairs.extend(self._prepositional(verb, action))
+        return [
+            ExtractedFact(subject, predicate_name(predicate), self.statement, target, value, self.valid_from)
+            for predicate, target, value in pairs
+            for subject in subjects
+            if target != subject
+        ]
+
+    def _prepositional(self, head, action: str) -> list[tuple[str, Mention | None, str | None]]:
+        return [
+            (f"{action} {prep.lower_}", m, None)
+            for prep in head.children
+            if prep.dep_ == "prep"
+            for obj in prep.children
+            if obj.dep_ in {"pobj", "pcomp"}
+            for m in self._objects_of(obj)
+        ]
+
+    def _possession_facts(self) -> list[ExtractedFact]:
+        """"my kids", "your painting", "Jon's studio": the owner has the thing."""
+        found = []
+        for token in self.sentence:
+            if token.dep_ != "poss":
+                continue
+            owner = self._person(token)
+            owned = self._entity_in(token.head)
+            if owner is not None and owned is not None and owned != owner:
+                found.append(ExtractedFact(owner, "have", self.statement, owned, None, self.valid_from))
+        return found
+
+
+def _negated(verb) -> bool:
+    return any(child.dep_ == "neg" for child in verb.children)
+
+
+def read_turns(nlp, turns: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
+    """The entities and facts of each turn, in order, parsed in batches with `nlp`."""
+    bodies = [turn_body(turn)[1] for turn in turns]
+    results = []
+    for turn, doc in zip(turns, nlp.pipe(bodies, batch_size=batch_size), strict=True):
+        extraction = ChunkExtraction(turn.id)
+        participants = Participants.of(turn)
+        sentences = list(doc.sents)
+        # A name that also stands inside some sentence is a name wherever it stands in the turn.
+        named_elsewhere = {
+            span.text for span in doc.ents if all(span.start != s.start for s in sentences)
+        }
+        for sentence in sentences:
+            read = _TurnSentence(sentence, participants, turn.observed_at, named_elsewhere)
+            extraction.facts.extend(read.facts())
+            extraction.mentions.extend(read.mentions)
+        results.append(extraction)
+    return results
+

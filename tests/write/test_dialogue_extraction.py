@@ -1,0 +1,105 @@
+"""The dialogue reader on planted turns: participants behind pronouns, concepts that meet, dated facts,
+and nothing from greetings, thanks or a speaker's prefix. No database: the reader is pure."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText
+from pipelines.write.extraction.grounding import relative_day
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
+
+SESSION_DAY = date(2023, 5, 8)
+
+
+def turn(text: str, speaker: str = "Melanie", addressee: str = "Caroline") -> ChunkText:
+    return ChunkText(text, text, speaker=speaker, addressee=addressee, observed_at=SESSION_DAY)
+
+
+def read(*turns: ChunkText) -> list[ChunkExtraction]:
+    return SpacyExtractor(workers=1).extract(list(turns))
+
+
+def test_greetings_thanks_and_backchannels_make_no_entity_and_no_fact() -> None:
+    social = [
+        turn("Caroline: Hey Mel! Good to see you! How have you been?", "Caroline", "Melanie"),
+        turn("Melanie: Thanks, Caroline!"),
+        turn("James: Cool", "James", "John"),
+        turn("John: Alright Sam, talk to you soon!", "John", "Sam"),
+        turn("Audrey: Thanks! Wow, that's cool.", "Audrey", "Andrew"),
+        turn("Andrew: Bye! Take care.", "Andrew", "Audrey"),
+    ]
+    for extraction in read(*social):
+        assert (extraction.mentions, extraction.facts) == ([], [])
+
+
+def test_a_speaker_prefix_is_never_part_of_a_name() -> None:
+    [extraction] = read(turn("Melanie: Caroline went to the park with Oscar yesterday."))
+    names = {m.name for m in extraction.mentions}
+    assert not any(":" in name or name.startswith("Melanie ") for name in names)
+    assert {"Caroline", "Oscar", "park"} <= names
+
+
+def test_i_is_the_speaker_and_relative_days_count_from_the_session() -> None:
+    [extraction] = read(turn("Melanie: I just signed up for a pottery class yesterday."))
+    [fact] = [f for f in extraction.facts if f.object is not None and f.object.name == "pottery"]
+    assert (fact.subject.name, fact.subject.kind, fact.predicate) == ("Melanie", "person", "sign_up_for")
+    assert fact.valid_from == date(2023, 5, 7)
+    assert fact.statement == "I just signed up for a pottery class yesterday."
+
+
+def test_you_is_the_addressee_of_a_two_person_conversation() -> None:
+    [extraction] = read(turn("Caroline: You painted that lake sunrise last year!", "Caroline", "Melanie"))
+    [fact] = [f for f in extraction.facts if f.predicate == "paint"]
+    assert (fact.subject.name, fact.object and fact.object.name) == ("Melanie", "lake sunrise")
+    assert fact.valid_from == date(2022, 1, 1)
+    # Without a known addressee, "you" means no one.
+    [unknown] = read(turn("Caroline: You painted that lake sunrise last year!", "Caroline", ""))
+    assert not [f for f in unknown.facts if f.predicate == "paint"]
+
+
+def test_a_pottery_class_pottery_classes_and_pottery_meet() -> None:
+    extractions = read(
+        turn("Melanie: I signed up for a pottery class."),
+        turn("Melanie: My pottery classes start next month."),
+        turn("Melanie: I love pottery."),
+    )
+    for extraction in extractions:
+        assert ("concept", "pottery") in {(m.kind, m.normalized_name) for m in extraction.mentions}
+
+
+def test_a_capitalised_word_opening_a_sentence_is_not_a_person_by_that_alone() -> None:
+    [extraction] = read(turn("Melanie: Fireworks were amazing last night. We watched them from the beach."))
+    assert not [m for m in extraction.mentions if m.kind == "person" and m.name != "Melanie"]
+    assert "Fireworks" not in {m.name for m in extraction.mentions}
+
+
+def test_a_dish_is_not_a_person_and_questions_state_no_fact() -> None:
+    [dish, question] = read(
+        turn("Melanie: We made Chicken Pot Pie for dinner."),
+        turn("Caroline: Did you go camping with the kids?", "Caroline", "Melanie"),
+    )
+    assert ("concept", "chicken pot pie") in {(m.kind, m.normalized_name) for m in dish.mentions}
+    assert ("Melanie", "make", "chicken pot pie") in {(f.subject.name, f.predicate, f.object and f.object.name) for f in dish.facts}
+    assert question.facts == [] and "camping" in {m.name for m in question.mentions}
+
+
+@pytest.mark.parametrize(
+    ("words", "day"),
+    [
+        ("I went yesterday", date(2023, 5, 7)),
+        ("two days ago", date(2023, 5, 6)),
+        ("last Friday", date(2023, 5, 5)),
+        ("Last Fri I finally went", date(2023, 5, 5)),
+        ("last Monday", date(2023, 5, 1)),  # said on a Monday: the one before
+        ("last week", date(2023, 5, 1)),
+        ("next month", date(2023, 6, 1)),
+        ("last year", date(2022, 1, 1)),
+        ("a few weeks ago", date(2023, 4, 17)),
+        ("no time at all", None),
+    ],
+)
+def test_relative_days_resolve_against_the_day_they_were_said(words: str, day: date | None) -> None:
+    assert relative_day(words, SESSION_DAY) == day
