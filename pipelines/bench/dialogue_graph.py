@@ -1,0 +1,126 @@
+"""What the dialogue reader makes of a conversational dataset (LoCoMo's shape), without a database.
+
+Every turn of the chosen split's conversations is extracted in this process, as the entity graph
+step would: speaker from the passage, addressee the other speaker of a two-person conversation,
+session day from `observed_at`. Printed: the share of turns that name an entity other than their
+speaker, entities by kind, the share of greeting, thanks and backchannel turns that still made a
+fact or an entity (should be none), parse time per turn, and a seeded sample of entities and facts.
+
+    python -m pipelines.bench.dialogue_graph --dataset ../shared/data/locomo.json --split dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import time
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from pipelines.write.extraction.dialogue import turn_body
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
+
+# A social turn, judged apart from the reader: every sentence a few words opening with a
+# greeting, thanks or backchannel word ("Hey Mel!", "Thanks, Caroline!", "Cool", "Bye!").
+SOCIAL_SENTENCE = re.compile(
+    r"^(?:hey|hi|hello|thanks|thank you|thx|bye|goodbye|cool|wow|alright|all right|ok|okay|yeah|yep|"
+    r"sure|awesome|great|congrats|congratulations|nice|haha|lol|oh|aw+|take care|see you|talk soon)\b"
+    r"(?:\W+(?!(?:i|i'm|we|my|our)\b)\w+){0,4}\W*$",
+    re.IGNORECASE,
+)
+
+
+def dialogue_turns(dataset: dict, split: str) -> list[ChunkText]:
+    """The split's turns as the entity graph step reads them: conversations whose questions are
+    in `split` ("train"; "dev" is everything else; "all" every conversation)."""
+    splits: dict[str, set[str]] = defaultdict(set)
+    for query in dataset["queries"]:
+        meta = query.get("meta", {})
+        splits[meta.get("conversation", "")].add("train" if meta.get("split") == "train" else "dev")
+    speakers: dict[str, set[str]] = defaultdict(set)
+    for passage in dataset["corpus"]:
+        speakers[passage["conversation"]].add(passage["speaker"])
+    turns = []
+    for passage in dataset["corpus"]:
+        conversation = passage["conversation"]
+        if split != "all" and split not in splits.get(conversation, set()):
+            continue
+        others = speakers[conversation] - {passage["speaker"]}
+        turns.append(
+            ChunkText(
+                passage["id"], passage["text"], speaker=passage["speaker"],
+                addressee=next(iter(others)) if len(others) == 1 else "",
+                observed_at=datetime.fromisoformat(passage["observed_at"]).date(),
+            )
+        )
+    return turns
+
+
+def social_sentences(turn: ChunkText) -> tuple[list[str], bool]:
+    """The turn's social sentences, and whether it has nothing else."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", turn_body(turn)[1]) if s.strip()]
+    social = [s for s in sentences if SOCIAL_SENTENCE.match(s)]
+    return social, bool(sentences) and len(social) == len(sentences)
+
+
+def report(turns: list[ChunkText], extractions: list[ChunkExtraction], seconds: float, samples: int) -> str:
+    by_kind: dict[str, set[str]] = defaultdict(set)
+    naming = 0
+    social = social_with_facts = social_with_entities = 0
+    social_statements: set[str] = set()
+    facts = []
+    for turn, extraction in zip(turns, extractions, strict=True):
+        others = {(m.kind, m.normalized_name) for m in extraction.mentions if m.normalized_name != turn.speaker.lower()}
+        naming += bool(others)
+        for mention in extraction.mentions:
+            by_kind[mention.kind].add(mention.normalized_name)
+        sentences, only_social = social_sentences(turn)
+        social_statements.update(sentences)
+        if only_social:
+            social += 1
+            social_with_facts += bool(extraction.facts)
+            social_with_entities += bool(others)
+        facts.extend(extraction.facts)
+    rng = random.Random(0)
+    entities = sorted({(kind, name) for kind, names in by_kind.items() for name in names})
+    fact_count = Counter(fact.predicate for fact in facts)
+    lines = [
+        f"turns: {len(turns)}  facts: {len(facts)}  entities: {len(entities)}",
+        f"turns naming an entity other than their speaker: {naming / max(len(turns), 1):.1%}",
+        "entities by kind: " + ", ".join(f"{kind} {len(names)}" for kind, names in sorted(by_kind.items())),
+        f"social turns (greetings, thanks, backchannels): {social}; with a fact {social_with_facts / max(social, 1):.1%}, "
+        f"with an entity {social_with_entities / max(social, 1):.1%}",
+        f"social sentences: {len(social_statements)}; statement of a fact: "
+        f"{len(social_statements & {fact.statement for fact in facts})}",
+        f"parse and read: {1000 * seconds / max(len(turns), 1):.1f} ms/turn (one process)",
+        "top predicates: " + ", ".join(f"{predicate} {count}" for predicate, count in fact_count.most_common(12)),
+        "sample entities:",
+        *(f"  {kind:<12} {name}" for kind, name in rng.sample(entities, min(samples, len(entities)))),
+        "sample facts:",
+    ]
+    for fact in rng.sample(facts, min(samples, len(facts))):
+        target = fact.object.name if fact.object else repr(fact.object_value)
+        lines.append(f"  {fact.subject.name} | {fact.predicate} | {target} | {fact.valid_from} | {fact.statement}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, required=True, help="a dataset JSON with conversational passages")
+    parser.add_argument("--split", choices=["train", "dev", "all"], default="dev")
+    parser.add_argument("--samples", type=int, default=20)
+    args = parser.parse_args(argv)
+    turns = dialogue_turns(json.loads(args.dataset.read_text()), args.split)
+    extractor = SpacyExtractor(workers=1)
+    extractor.extract(turns[:8])  # load the model outside the timing
+    started = time.perf_counter()
+    extractions = extractor.extract(turns)
+    print(report(turns, extractions, time.perf_counter() - started, args.samples))
+
+
+if __name__ == "__main__":
+    main()
