@@ -128,14 +128,15 @@ def concept_name(root) -> str | None:
     """The normalised name of the noun phrase `root` heads: its lemma with the compounds and
     classifying adjectives right before it, no determiner, possessive, quantity or judgement;
     a framing head ("class" of "pottery class") gives way to what it frames."""
-    if root.pos_ != "NOUN" or not root.is_alpha:
+    if root.pos_ != "NOUN" or not root.is_alpha or root.lower_ in SPEAKER_WORDS | ADDRESSEE_WORDS | ADDRESSEE_SPELLINGS:
         return None
     words: list[str] = []
-    for left in reversed(list(root.lefts)):
-        if left.i != root.i - len(words) - 1:
-            break
+    for left in reversed(root.doc[root.left_edge.i : root.i]):
+        # Each word modifies one after it inside the phrase: "mental health job", "Harry Potter movie".
+        inside = left.i < left.head.i <= root.i and left.is_alpha
+        compound = left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"}
         classifying = left.dep_ == "amod" and left.pos_ == "ADJ" and left.lower_ not in JUDGING_ADJECTIVES
-        if not (left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"} and left.is_alpha) and not classifying:
+        if not (inside and (compound or classifying)):
             break
         words.insert(0, left.text if left.pos_ == "PROPN" else left.lower_)
     # The lemmatiser cuts "politics" to "politic".
