@@ -103,3 +103,14 @@ def test_a_dish_is_not_a_person_and_questions_state_no_fact() -> None:
 )
 def test_relative_days_resolve_against_the_day_they_were_said(words: str, day: date | None) -> None:
     assert relative_day(words, SESSION_DAY) == day
+
+
+def test_worker_processes_read_turns_and_pages_as_one_process_does() -> None:
+    chunks = [
+        turn("Melanie: I took my kids to the museum last Friday."),
+        ChunkText("page#0", "Green is the second album by Steve Hillage. It was released in 1978.", title_name="Green"),
+        turn("Caroline: Your kids must have loved the dinosaurs!", "Caroline", "Melanie"),
+        turn("Melanie: Thanks, Caroline!"),
+        ChunkText("page#1", "Steve Hillage played guitar in Gong.", title_name="Steve Hillage"),
+    ]
+    assert SpacyExtractor(workers=2, chunks_per_task=1).extract(chunks) == read(*chunks)
