@@ -50,6 +50,8 @@ PHATIC_PHRASES = re.compile(
 )
 # Verbs that carry no content of their own in a short social sentence ("That sounds great!").
 EMPTY_VERBS = {"be", "do", "sound", "look", "seem", "feel", "get", "go", "say", "mean", "know", "guess", "bet"}
+# Verbs that say how someone is with an adjective: "I was so happy", "I'm feeling confident".
+LINKING_VERBS = {"be", "feel", "get", "become", "seem", "look", "stay", "remain", "grow", "keep"}
 # A sentence without a subject whose verb says what the speaker feels: "Wow, love that painting!"
 SUBJECTLESS_FEELINGS = {"love", "like", "enjoy", "hope", "miss", "want", "need", "wish", "appreciate", "adore"}
 # Gerunds that name the activity a verb like "go" or "love" takes: "go swimming", "love painting".
@@ -306,7 +308,9 @@ class _TurnSentence:
             if child.dep_ in {"dobj", "attr", "dative"} or (child.dep_ == "xcomp" and child.i in self.mention_at):
                 pairs.extend((action, m, None) for m in self._objects_of(child))
             elif child.dep_ == "acomp":
-                pairs.append(("feel", None, child.lower_))
+                # "I was so happy", "I'm feeling confident", "I got stressed": how someone is.
+                if child.pos_ == "ADJ" and verb.lemma_ in LINKING_VERBS:
+                    pairs.append((verb.lemma_, None, child.lower_))
                 pairs.extend(self._prepositional(child, f"{action} {child.lower_}"))
         pairs.extend(self._prepositional(verb, action))
         return [
