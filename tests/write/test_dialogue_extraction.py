@@ -114,3 +114,15 @@ def test_worker_processes_read_turns_and_pages_as_one_process_does() -> None:
         ChunkText("page#1", "Steve Hillage played guitar in Gong.", title_name="Steve Hillage"),
     ]
     assert SpacyExtractor(workers=2, chunks_per_task=1).extract(chunks) == read(*chunks)
+
+
+def test_she_is_the_one_other_person_the_turn_has_named() -> None:
+    [named, described] = read(
+        turn("Maria: I got a puppy two weeks ago! Her name is Coco. She loves the beach.", "Maria", "John"),
+        turn("Maria: Coco met a girl at the park and her mom said hi.", "Maria", "John"),
+    )
+    facts = {(f.subject.name, f.predicate, f.object and f.object.name, f.valid_from) for f in named.facts}
+    assert ("Maria", "get", "puppy", date(2023, 4, 24)) in facts
+    assert ("Coco", "love", "beach", SESSION_DAY) in facts
+    # "her" follows a girl nobody named: it may be hers, so it is no one's.
+    assert not [f for f in described.facts if f.predicate == "have" and f.subject.name == "Coco"]

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import WEEKDAY, relative_day
@@ -31,6 +32,14 @@ CONCEPT = "concept"
 SPEAKER_PREFIX = re.compile(r"^\s*[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}:\s+")
 SPEAKER_WORDS = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
 ADDRESSEE_WORDS = {"you", "your", "yours", "yourself", "yourselves"}
+THIRD_PERSON_WORDS = {"he", "she", "him", "her", "his", "hers", "himself", "herself"}
+# Common nouns for a person, who "she" or "his" may mean instead of someone named.
+PERSON_NOUNS = {
+    "girl", "boy", "man", "woman", "guy", "lady", "kid", "child", "baby", "teen", "friend", "mom", "dad",
+    "mother", "father", "sister", "brother", "son", "daughter", "wife", "husband", "partner", "girlfriend",
+    "boyfriend", "grandma", "grandpa", "aunt", "uncle", "cousin", "neighbor", "teacher", "student",
+    "person", "coach", "mentor", "veteran", "artist", "singer", "author", "player", "colleague",
+}
 # Chat spellings of "you" that the tagger reads as names.
 ADDRESSEE_SPELLINGS = {"ya", "u", "ur"}
 # Words that open a turn before a name without being part of it: "Yep John", "Aww Mel".
@@ -150,15 +159,33 @@ def concept_name(root) -> str | None:
     return " ".join([*words, head])
 
 
+@dataclass
+class _Turn:
+    """What every sentence of one turn shares: its participants, its day, and the names it uses."""
+
+    participants: Participants
+    said_on: date | None
+    # Names the turn also uses inside a sentence, so a sentence opening with one names it too.
+    named_elsewhere: set[str]
+    # People other than the participants the turn has named so far, in order.
+    others: list[Mention] = field(default_factory=list)
+
+    def the_other_person(self, earlier_in_sentence: list[Mention]) -> Mention | None:
+        """Whom "she" or "his" means: the one other person named before it in the turn, if only one."""
+        named = [m for m in [*self.others, *earlier_in_sentence] if m not in {self.participants.speaker, self.participants.addressee}]
+        return named[0] if len(set(named)) == 1 else None
+
+
 class _TurnSentence:
     """One sentence of a turn: what it names and the facts its clauses state about people."""
 
-    def __init__(self, sentence, turn: Participants, said_on, named_elsewhere: set[str]) -> None:
+    def __init__(self, sentence, turn: _Turn) -> None:
         self.sentence = sentence
         self.turn = turn
+        self.participants = turn.participants
         self.statement = sentence.text.strip()
+        said_on = turn.said_on
         self.valid_from = (relative_day(self.statement, said_on) or said_on) if said_on else None
-        self.named_elsewhere = named_elsewhere
         self.mention_at: dict[int, Mention] = {}
         self.phatic = self._is_phatic()
         if not self.phatic:
@@ -178,7 +205,7 @@ class _TurnSentence:
             return True
         return not any(
             (t.pos_ == "NOUN" and t.lemma_.lower() not in VAGUE_HEADS)
-            or (t.pos_ == "PROPN" and self.turn.by_name(t.text) is None)
+            or (t.pos_ == "PROPN" and self.participants.by_name(t.text) is None)
             or (t.pos_ == "VERB" and t.lemma_ not in EMPTY_VERBS)
             for t in content
         )
@@ -201,16 +228,27 @@ class _TurnSentence:
             if mention is not None:
                 for token in name:
                     self.mention_at[token.i] = mention
+        named_here = [(i, m) for i, m in sorted(self.mention_at.items()) if m.kind == "person"]
         for token in self.sentence:
-            person = self.turn.by_pronoun(token)
+            person = self.participants.by_pronoun(token)
             if person is None and token.pos_ == "PROPN" and token.i not in self.mention_at and token.dep_ in ARGUMENT_DEPS:
-                person = self.turn.by_name(token.text)
+                person = self.participants.by_name(token.text)
+            if person is None and token.pos_ == "PRON" and token.lower_ in THIRD_PERSON_WORDS and self._may_refer_back(token):
+                person = self.turn.the_other_person([m for i, m in named_here if i < token.i])
             if person is not None and token.i not in self.mention_at:
                 self.mention_at[token.i] = person
+        self.turn.others.extend(m for _, m in named_here if m not in {self.participants.speaker, self.participants.addressee})
+
+    def _may_refer_back(self, pronoun) -> bool:
+        """Not in a shared photo's caption (it describes the picture), nor after a person described
+        but not named earlier in the sentence ("a trans girl and her family")."""
+        if self.statement.startswith("["):
+            return False
+        return not any(t.lemma_.lower() in PERSON_NOUNS for t in self.sentence if t.i < pronoun.i and t.pos_ == "NOUN")
 
     def _named(self, name, label: str) -> Mention | None:
         """The entity a tagged span names, or None where the tagger is fooled by a capital."""
-        participant = self.turn.by_name(name.text)
+        participant = self.participants.by_name(name.text)
         if participant is not None:
             # "Hey Mel", "Wow, Caroline!": calling someone by name says nothing about them.
             return participant if name.root.dep_ in ARGUMENT_DEPS - {"compound", "appos", "conj"} else None
@@ -228,7 +266,7 @@ class _TurnSentence:
         before = self.sentence[: name.start - self.sentence.start]
         if len(name) == 1 and all(t.is_punct or t.pos_ == "INTJ" or t.lower_ in OPENERS for t in before):
             # A capitalised word opening a sentence is a name only if the turn also capitalises it elsewhere.
-            return Mention(name.text, kind) if name.text in self.named_elsewhere else None
+            return Mention(name.text, kind) if name.text in self.turn.named_elsewhere else None
         return Mention(name.text, kind)
 
     def _read_concepts(self) -> None:
@@ -276,7 +314,7 @@ class _TurnSentence:
         if verb.dep_ in {"conj", "xcomp"} and verb.head.pos_ in {"VERB", "AUX"}:
             return self._subjects(verb.head)
         if verb.dep_ == "ROOT" and verb.tag_ in {"VB", "VBP"} and verb.lemma_ in SUBJECTLESS_FEELINGS:
-            return [self.turn.speaker]
+            return [self.participants.speaker]
         return []
 
     def _entity_in(self, token) -> Mention | None:
@@ -351,18 +389,14 @@ def read_turns(nlp, turns: Sequence[ChunkText], batch_size: int) -> list[ChunkEx
     """The entities and facts of each turn, in order, parsed in batches with `nlp`."""
     bodies = [turn_body(turn)[1] for turn in turns]
     results = []
-    for turn, doc in zip(turns, nlp.pipe(bodies, batch_size=batch_size), strict=True):
-        extraction = ChunkExtraction(turn.id)
-        participants = Participants.of(turn)
+    for chunk, doc in zip(turns, nlp.pipe(bodies, batch_size=batch_size), strict=True):
+        extraction = ChunkExtraction(chunk.id)
         sentences = list(doc.sents)
-        # A name that also stands inside some sentence is a name wherever it stands in the turn.
-        named_elsewhere = {
-            span.text for span in doc.ents if all(span.start != s.start for s in sentences)
-        }
+        named_elsewhere = {span.text for span in doc.ents if all(span.start != s.start for s in sentences)}
+        turn = _Turn(Participants.of(chunk), chunk.observed_at, named_elsewhere)
         for sentence in sentences:
-            read = _TurnSentence(sentence, participants, turn.observed_at, named_elsewhere)
+            read = _TurnSentence(sentence, turn)
             extraction.facts.extend(read.facts())
             extraction.mentions.extend(read.mentions)
         results.append(extraction)
     return results
-
