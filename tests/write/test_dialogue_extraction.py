@@ -126,3 +126,17 @@ def test_she_is_the_one_other_person_the_turn_has_named() -> None:
     assert ("Coco", "love", "beach", SESSION_DAY) in facts
     # "her" follows a girl nobody named: it may be hers, so it is no one's.
     assert not [f for f in described.facts if f.predicate == "have" and f.subject.name == "Coco"]
+
+
+def test_plans_and_wishes_say_so_in_their_predicate() -> None:
+    extractions = read(
+        turn("Melanie: I'm gonna start a pottery class next month."),
+        turn("Melanie: I want to learn piano."),
+        turn("Melanie: I went camping last weekend."),
+    )
+    facts = {(f.predicate, f.object and f.object.name, f.valid_from) for e in extractions for f in e.facts}
+    assert {
+        ("will_start", "pottery", date(2023, 6, 1)),
+        ("want_to_learn", "piano", SESSION_DAY),
+        ("go", "camping", date(2023, 5, 6)),
+    } <= facts

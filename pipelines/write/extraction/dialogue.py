@@ -61,6 +61,9 @@ PHATIC_PHRASES = re.compile(
 EMPTY_VERBS = {"be", "do", "sound", "look", "seem", "feel", "get", "go", "say", "mean", "know", "guess", "bet"}
 # Verbs that say how someone is with an adjective: "I was so happy", "I'm feeling confident".
 LINKING_VERBS = {"be", "feel", "get", "become", "seem", "look", "stay", "remain", "grow", "keep"}
+# What marks a clause as a plan or a wish rather than something done.
+FUTURE_AUXILIARIES = {"will", "'ll", "shall"}
+INTENT_VERBS = {"want", "plan", "hope", "wish", "love", "like", "intend", "decide", "need", "try", "aim"}
 # A sentence without a subject whose verb says what the speaker feels: "Wow, love that painting!"
 SUBJECTLESS_FEELINGS = {"love", "like", "enjoy", "hope", "miss", "want", "need", "wish", "appreciate", "adore"}
 # Gerunds that name the activity a verb like "go" or "love" takes: "go swimming", "love painting".
@@ -340,7 +343,7 @@ class _TurnSentence:
         if not subjects:
             return []
         particle = " ".join(child.lower_ for child in verb.children if child.dep_ == "prt")
-        action = f"{verb.lemma_} {particle}".strip()
+        action = f"{_intent(verb)} {verb.lemma_} {particle}".strip()
         pairs: list[tuple[str, Mention | None, str | None]] = []
         for child in verb.children:
             if child.dep_ in {"dobj", "attr", "dative"} or (child.dep_ == "xcomp" and child.i in self.mention_at):
@@ -379,6 +382,20 @@ class _TurnSentence:
             if owner is not None and owned is not None and owned != owner:
                 found.append(ExtractedFact(owner, "have", self.statement, owned, None, self.valid_from))
         return found
+
+
+def _intent(verb) -> str:
+    """What a clause is yet to do, as its predicate's prefix: "I will visit Paris" and "I'm gonna
+    visit Paris" -> will_visit, "I want to learn piano" -> want_to_learn; "" for what is or was."""
+    if any(child.dep_ == "aux" and child.lower_ in FUTURE_AUXILIARIES for child in verb.children):
+        return "will"
+    if verb.dep_ == "xcomp" and any(child.dep_ == "aux" and child.tag_ == "TO" for child in verb.children):
+        head = verb.head
+        if head.lemma_ == "go" and head.tag_ == "VBG":
+            return "will"
+        if head.lemma_ in INTENT_VERBS:
+            return f"{head.lemma_} to"
+    return ""
 
 
 def _negated(verb) -> bool:
