@@ -98,6 +98,8 @@ def test_a_dish_is_not_a_person_and_questions_state_no_fact() -> None:
         ("next month", date(2023, 6, 1)),
         ("last year", date(2022, 1, 1)),
         ("a few weeks ago", date(2023, 4, 17)),
+        ("this week", SESSION_DAY),
+        ("I painted it in 2022", date(2022, 1, 1)),
         ("no time at all", None),
     ],
 )

@@ -89,13 +89,14 @@ _NUMBER_WORDS = {
 _WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 # Weekdays as people write them in a chat: "Friday", "Fri", "Tues", "Thurs".
 WEEKDAY = r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?)"
-_UNITS = r"(day|week|weekend|month|year)s?"
+_UNITS = r"day|week|weekend|month|year"
 _RELATIVE = re.compile(
     r"\b(?:"
     r"(?P<fixed>the day before yesterday|yesterday|last night|today|tonight|this morning|this afternoon"
-    r"|this evening|tomorrow)"
-    rf"|(?P<count>\d+|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})\s+{_UNITS}\s+ago"
-    rf"|(?P<direction>last|past|previous|this past|next|this coming|coming)\s+(?P<unit>{_UNITS[1:-3]}|{WEEKDAY})"
+    r"|this evening|tomorrow|this week|this weekend|this month|this year)"
+    r"|in (?P<year>(?:19|20)\d{2})"
+    rf"|(?P<count>\d+|{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})\s+(?P<counted>{_UNITS})s?\s+ago"
+    rf"|(?P<direction>last|past|previous|this past|next|this coming|coming)\s+(?P<unit>{_UNITS}|{WEEKDAY})"
     r")\b",
     re.IGNORECASE,
 )
@@ -130,16 +131,19 @@ def _shifted(day: date, unit: str, amount: int) -> date:
 def relative_day(sentence: str, said_on: date) -> date | None:
     """The day a sentence's first relative time means, said on `said_on`: "yesterday" the day
     before, "two weeks ago" fourteen days before, "last Friday" the latest Friday before it, "last
-    month" and "next year" the first day of that month or year; None without one."""
+    month" and "next year" the first day of that month or year, "this week" the day itself, a
+    year ("in 2022") its first day; None without one."""
     match = _RELATIVE.search(sentence)
     if match is None:
         return None
+    if match["year"]:
+        return date(int(match["year"]), 1, 1)
     if match["fixed"]:
         return said_on + timedelta(days=_FIXED_OFFSETS.get(match["fixed"].lower(), 0))
     if match["count"]:
         count_word = match["count"].lower()
         count = int(count_word) if count_word.isdigit() else _NUMBER_WORDS[count_word]
-        return _shifted(said_on, match.group(3).lower(), -count)
+        return _shifted(said_on, match["counted"].lower(), -count)
     forward = match["direction"].lower() in {"next", "this coming", "coming"}
     unit = match["unit"].lower()
     if re.fullmatch(WEEKDAY, unit):
