@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pipelines.write.extraction.dialogue import turn_body
+from pipelines.write.extraction.grounding import split_sentences
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 
@@ -65,7 +66,7 @@ def dialogue_turns(dataset: dict, split: str) -> list[ChunkText]:
 
 def social_sentences(turn: ChunkText) -> tuple[list[str], bool]:
     """The turn's social sentences, and whether it has nothing else."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", turn_body(turn)[1]) if s.strip()]
+    sentences = split_sentences(turn_body(turn))
     social = [s for s in sentences if SOCIAL_SENTENCE.match(s)]
     return social, bool(sentences) and len(social) == len(sentences)
 

@@ -81,7 +81,8 @@ VAGUE_HEADS = {
 }
 # Heads that only frame an activity: "a pottery class" is about pottery.
 FRAME_HEADS = {"class", "lesson", "course", "workshop", "session", "practice", "trip", "activity", "hobby", "club"}
-# Adjectives of judgement or quantity say nothing about what a thing is: "a great counselor".
+# Adjectives of judgement or quantity say nothing about what a thing is: "a great counselor";
+# nor do comparatives and superlatives ("the coolest party").
 JUDGING_ADJECTIVES = {
     "good", "great", "nice", "awesome", "amazing", "cool", "wonderful", "lovely", "beautiful", "fun",
     "favorite", "favourite", "own", "new", "old", "big", "little", "small", "huge", "real", "whole",
@@ -101,11 +102,10 @@ NOT_NAME_HEADS = {
 VALUE_LABELS = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "MONEY", "PERCENT"}
 
 
-def turn_body(chunk: ChunkText) -> tuple[int, str]:
-    """The turn's words after any "Name: " prefix, and where they start in the chunk's text."""
+def turn_body(chunk: ChunkText) -> str:
+    """The turn's words after any "Name: " prefix."""
     prefix = SPEAKER_PREFIX.match(chunk.text)
-    start = prefix.end() if prefix else len(chunk.text) - len(chunk.text.lstrip())
-    return start, chunk.text[start:].rstrip()
+    return chunk.text[prefix.end() if prefix else 0 :].strip()
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,9 @@ def concept_name(root) -> str | None:
         # Each word modifies one after it inside the phrase: "mental health job", "Harry Potter movie".
         inside = left.i < left.head.i <= root.i and left.is_alpha
         compound = left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"}
-        classifying = left.dep_ == "amod" and left.pos_ == "ADJ" and left.lower_ not in JUDGING_ADJECTIVES
+        classifying = (
+            left.dep_ == "amod" and left.pos_ == "ADJ" and left.tag_ == "JJ" and left.lower_ not in JUDGING_ADJECTIVES
+        )
         if not (inside and (compound or classifying)):
             break
         words.insert(0, left.text if left.pos_ == "PROPN" else left.lower_)
@@ -404,7 +406,7 @@ def _negated(verb) -> bool:
 
 def read_turns(nlp, turns: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
     """The entities and facts of each turn, in order, parsed in batches with `nlp`."""
-    bodies = [turn_body(turn)[1] for turn in turns]
+    bodies = [turn_body(turn) for turn in turns]
     results = []
     for chunk, doc in zip(turns, nlp.pipe(bodies, batch_size=batch_size), strict=True):
         extraction = ChunkExtraction(chunk.id)
