@@ -30,6 +30,7 @@ def test_greetings_thanks_and_backchannels_make_no_entity_and_no_fact() -> None:
         turn("John: Alright Sam, talk to you soon!", "John", "Sam"),
         turn("Audrey: Thanks! Wow, that's cool.", "Audrey", "Andrew"),
         turn("Andrew: Bye! Take care.", "Andrew", "Audrey"),
+        turn("Great, thanks! Talk soon.", "Lucia Ferraro", "Saoirse Dunne"),
     ]
     for extraction in read(*social):
         assert (extraction.mentions, extraction.facts) == ([], [])
@@ -40,6 +41,9 @@ def test_a_speaker_prefix_is_never_part_of_a_name() -> None:
     names = {m.name for m in extraction.mentions}
     assert not any(":" in name or name.startswith("Melanie ") for name in names)
     assert {"Caroline", "Oscar", "park"} <= names
+    # A capitalised name the tagger calls a plural noun keeps its letters.
+    [leeds] = read(turn("Saoirse Dunne: How was your week in Leeds?", "Saoirse Dunne", "Lucia Ferraro"))
+    assert "leeds" in {m.normalized_name for m in leeds.mentions}
 
 
 def test_i_is_the_speaker_and_relative_days_count_from_the_session() -> None:
@@ -65,6 +69,7 @@ def test_a_pottery_class_pottery_classes_and_pottery_meet() -> None:
         turn("Melanie: I signed up for a pottery class."),
         turn("Melanie: My pottery classes start next month."),
         turn("Melanie: I love pottery."),
+        turn("Melanie: I signed up for an evening pottery class."),
     )
     for extraction in extractions:
         assert ("concept", "pottery") in {(m.kind, m.normalized_name) for m in extraction.mentions}

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from itertools import takewhile
 
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import WEEKDAY, relative_day
@@ -79,6 +80,8 @@ VAGUE_HEADS = {
     "everyone", "someone", "anyone", "all", "other", "others", "kinda", "sorta", "lots", "tons", "number",
     "fave", "word", "eye", "best", "mix", "blast", "chance", "sense", "look", "feelin", "prob",
 }
+# Words that say when, not what: "an evening pottery class" is a pottery class.
+WHEN_WORDS = {"morning", "afternoon", "evening", "night", "weekend", "summer", "winter", "spring", "autumn", "fall"}
 # Heads that only frame an activity: "a pottery class" is about pottery.
 FRAME_HEADS = {"class", "lesson", "course", "workshop", "session", "practice", "trip", "activity", "hobby", "club"}
 # Adjectives of judgement or quantity say nothing about what a thing is: "a great counselor";
@@ -148,15 +151,17 @@ def concept_name(root) -> str | None:
     for left in reversed(root.doc[root.left_edge.i : root.i]):
         # Each word modifies one after it inside the phrase: "mental health job", "Harry Potter movie".
         inside = left.i < left.head.i <= root.i and left.is_alpha
-        compound = left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"}
+        compound = left.dep_ == "compound" and left.pos_ in {"NOUN", "PROPN"} and left.lower_ not in WHEN_WORDS
         classifying = (
             left.dep_ == "amod" and left.pos_ == "ADJ" and left.tag_ == "JJ" and left.lower_ not in JUDGING_ADJECTIVES
         )
         if not (inside and (compound or classifying)):
             break
         words.insert(0, left.text if left.pos_ == "PROPN" else left.lower_)
-    # The lemmatiser cuts "politics" to "politic".
-    head = root.lower_ if root.lower_.endswith("ics") else root.lemma_.lower()
+    # The lemmatiser cuts "politics" to "politic", and a capitalised name the tagger missed
+    # ("a week in Leeds") is no plural.
+    unlemmatised = root.lower_.endswith("ics") or (root.is_title and not root.is_sent_start)
+    head = root.lower_ if unlemmatised else root.lemma_.lower()
     if head in FRAME_HEADS and words:
         return " ".join(words)
     if head in VAGUE_HEADS and not words:
@@ -201,8 +206,11 @@ class _TurnSentence:
 
     def _is_phatic(self) -> bool:
         content = [t for t in self.sentence if not (t.is_punct or t.pos_ == "INTJ" or t.is_space)]
-        text = " ".join(t.text for t in content)
-        if not content or THANKS.match(text) or PHATIC_PHRASES.search(self.statement):
+        # "Great, thanks!": thanks after an exclamation are thanks all the same.
+        opening = list(takewhile(lambda t: t.pos_ == "ADJ" or t.lower_ in OPENERS, content))
+        rest = " ".join(t.text for t in content[len(opening) :])
+        thanks = any(THANKS.match(t.text) for t in opening) or THANKS.match(rest)
+        if not content or thanks or PHATIC_PHRASES.search(self.statement):
             return True
         opener = self.sentence[0]
         if (opener.pos_ == "INTJ" or opener.lower_ in OPENERS) and not any(t.pos_ == "VERB" for t in content):
