@@ -145,7 +145,7 @@ def concept_name(root) -> str | None:
     """The normalised name of the noun phrase `root` heads: its lemma with the compounds and
     classifying adjectives right before it, no determiner, possessive, quantity or judgement;
     a framing head ("class" of "pottery class") gives way to what it frames."""
-    if root.pos_ != "NOUN" or not root.is_alpha or root.lower_ in SPEAKER_WORDS | ADDRESSEE_WORDS | ADDRESSEE_SPELLINGS:
+    if root.pos_ != "NOUN" or not root.is_alpha or root.is_stop or root.lower_ in SPEAKER_WORDS | ADDRESSEE_WORDS | ADDRESSEE_SPELLINGS:
         return None
     words: list[str] = []
     for left in reversed(root.doc[root.left_edge.i : root.i]):
