@@ -78,7 +78,8 @@ VAGUE_HEADS = {
     "tomorrow", "part", "piece", "idea", "fun", "lol", "haha", "wow", "yeah", "photo", "pic", "picture",
     "people", "place", "deal", "job", "reason", "fact", "end", "point", "glad", "hey", "hi", "thanks",
     "everyone", "someone", "anyone", "all", "other", "others", "kinda", "sorta", "lots", "tons", "number",
-    "fave", "word", "eye", "best", "mix", "blast", "chance", "sense", "look", "feelin", "prob",
+    "fave", "favorite", "favourite", "thank", "word", "eye", "best", "mix", "blast", "chance", "sense", "look",
+    "feelin", "prob",
 }
 # Words that say when, not what: "an evening pottery class" is a pottery class.
 WHEN_WORDS = {"morning", "afternoon", "evening", "night", "weekend", "summer", "winter", "spring", "autumn", "fall"}
