@@ -140,10 +140,12 @@ def test_plans_and_wishes_say_so_in_their_predicate() -> None:
         turn("Melanie: I'm gonna start a pottery class next month."),
         turn("Melanie: I want to learn piano."),
         turn("Melanie: I went camping last weekend."),
+        turn("Melanie: I think you'd love this fantasy novel."),
     )
     facts = {(f.predicate, f.object and f.object.name, f.valid_from) for e in extractions for f in e.facts}
     assert {
         ("will_start", "pottery", date(2023, 6, 1)),
         ("want_to_learn", "piano", SESSION_DAY),
         ("go", "camping", date(2023, 5, 6)),
+        ("would_love", "fantasy novel", SESSION_DAY),
     } <= facts

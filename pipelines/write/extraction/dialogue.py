@@ -64,6 +64,7 @@ EMPTY_VERBS = {"be", "do", "sound", "look", "seem", "feel", "get", "go", "say", 
 LINKING_VERBS = {"be", "feel", "get", "become", "seem", "look", "stay", "remain", "grow", "keep"}
 # What marks a clause as a plan or a wish rather than something done.
 FUTURE_AUXILIARIES = {"will", "'ll", "shall"}
+HYPOTHETICAL_AUXILIARIES = {"would", "'d", "could", "might"}
 INTENT_VERBS = {"want", "plan", "hope", "wish", "love", "like", "intend", "decide", "need", "try", "aim"}
 # A sentence without a subject whose verb says what the speaker feels: "Wow, love that painting!"
 SUBJECTLESS_FEELINGS = {"love", "like", "enjoy", "hope", "miss", "want", "need", "wish", "appreciate", "adore"}
@@ -397,9 +398,13 @@ class _TurnSentence:
 
 def _intent(verb) -> str:
     """What a clause is yet to do, as its predicate's prefix: "I will visit Paris" and "I'm gonna
-    visit Paris" -> will_visit, "I want to learn piano" -> want_to_learn; "" for what is or was."""
-    if any(child.dep_ == "aux" and child.lower_ in FUTURE_AUXILIARIES for child in verb.children):
+    visit Paris" -> will_visit, "you'd love this novel" -> would_love, "I want to learn piano" ->
+    want_to_learn; "" for what is or was."""
+    auxiliaries = {child.lower_ for child in verb.children if child.dep_ == "aux"}
+    if auxiliaries & FUTURE_AUXILIARIES:
         return "will"
+    if auxiliaries & HYPOTHETICAL_AUXILIARIES:
+        return "would"
     if verb.dep_ == "xcomp" and any(child.dep_ == "aux" and child.tag_ == "TO" for child in verb.children):
         head = verb.head
         if head.lemma_ == "go" and head.tag_ == "VBG":
