@@ -72,6 +72,6 @@ def test_the_reply_after_a_found_turn_rises(chats: Database) -> None:
 
 def test_two_turns_of_one_session_are_two_pages(chats: Database) -> None:
     # Both climbing turns are in session 1, whose turns share one title.
-    question = "bouldering gym climbing forearms"
+    question = "forearms still hurt, climbing to switch off"
     ranked = sources(find(chats, question, config=with_plan(turns=False), embedder=EMBEDDER))
     assert set(ranked[:2]) == {"mentoring-chats:1:3", "mentoring-chats:1:4"}

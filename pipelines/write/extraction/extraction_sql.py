@@ -21,12 +21,31 @@ FROM document d
 WHERE d.id = ANY(%(document_ids)s)
 """
 
+# A turn's addressee is the other participant of a two-person conversation (a user and an
+# assistant, or two friends); with more speakers "you" names nobody for sure. The participants
+# are read once per conversation in the batch, through document_turn_idx.
 DOCUMENT_CHUNKS = r"""
-SELECT c.id, c.document_id, c.text, d.title_name,
-       coalesce(substring(d.title from '\(([^()]*)\)\s*$'), '') AS title_qualifier
-FROM chunk c JOIN document d ON d.id = c.document_id
-WHERE c.document_id = ANY(%(document_ids)s)
-ORDER BY c.document_id, c.position
+WITH batch AS (
+    SELECT c.id, c.document_id, c.position, c.text, d.title_name,
+           coalesce(substring(d.title from '\(([^()]*)\)\s*$'), '') AS title_qualifier,
+           d.conversation, d.speaker, (d.observed_at AT TIME ZONE 'UTC')::date AS observed_on
+    FROM chunk c JOIN document d ON d.id = c.document_id
+    WHERE c.document_id = ANY(%(document_ids)s)
+),
+participants AS (
+    SELECT d.conversation, array_agg(DISTINCT d.speaker) AS speakers
+    FROM document d
+    WHERE d.conversation IN (SELECT batch.conversation FROM batch)
+      AND d.retracted_at IS NULL
+    GROUP BY d.conversation
+)
+SELECT batch.id, batch.document_id, batch.text, batch.title_name, batch.title_qualifier,
+       coalesce(batch.speaker, '') AS speaker,
+       coalesce(CASE WHEN cardinality(participants.speakers) = 2
+                     THEN (array_remove(participants.speakers, batch.speaker))[1] END, '') AS addressee,
+       batch.observed_on
+FROM batch LEFT JOIN participants ON participants.conversation = batch.conversation
+ORDER BY batch.document_id, batch.position
 """
 
 # Serialises writers of the graph: resolution reads entities and then writes them, and two runs

@@ -300,10 +300,10 @@ def retract_document_extraction(connection: psycopg.Connection, document_id: str
     return DocumentCounts(facts_closed=closed, retracted=True)
 
 
-def chunk_texts(rows: Iterable[tuple[str, str, str, str, str]]) -> dict[str, list[ChunkText]]:
+def chunk_texts(rows: Iterable[tuple[str, str, str, str, str, str, str, date | None]]) -> dict[str, list[ChunkText]]:
     """document id -> its chunks in order, from (chunk id, document id, text, title name, title
-    qualifier) rows."""
+    qualifier, speaker, addressee, day said) rows; the last three are a conversation turn's."""
     chunks: dict[str, list[ChunkText]] = defaultdict(list)
-    for chunk_id, document_id, text, title_name, title_qualifier in rows:
-        chunks[document_id].append(ChunkText(chunk_id, text, title_name, title_qualifier))
+    for chunk_id, document_id, text, title_name, title_qualifier, speaker, addressee, observed_on in rows:
+        chunks[document_id].append(ChunkText(chunk_id, text, title_name, title_qualifier, speaker, addressee, observed_on))
     return chunks
