@@ -27,6 +27,7 @@ from pipelines.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Lane, Plan, 
 from pipelines.read.parameters import Bind, BindTypeError, parameter_values, positional
 from pipelines.read.question import question_terms
 from pipelines.read.schema import Catalog, load_catalog, schema_fingerprint
+from pipelines.read.vector_lane import for_kind
 from pipelines.read.templates import (
     Template,
     TemplateError,
@@ -376,7 +377,7 @@ class _LaneComposer:
             if part.template is None:
                 query = self._union(part)
             else:
-                template = load_template(part.template, self.lane.name)
+                template = for_kind(load_template(part.template, self.lane.name), self.lane.kind)
                 query = self._template_part(part, template)
                 self.templates.append(part.template)
             final = self.cte_name(part.name)
