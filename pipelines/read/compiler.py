@@ -201,7 +201,7 @@ def _compile_shape(shape: Shape) -> CompiledStatement:
     plan = shape.plan()
     declared = _declared_types(shape)
     ctes: list[exp.CTE] = []
-    rows: list[exp.Select] = []
+    rows: list[exp.Query] = []
     lanes: list[CompiledLane] = []
     recursive = False
     for priority, lane_shape in enumerate(shape.lanes):
@@ -395,7 +395,7 @@ class _LaneComposer:
                     f"that {part.name} unions"
                 )
         self.columns[part.name] = part.columns
-        selects = [
+        selects: list[exp.Query] = [
             exp.select(*(exp.column(c, table=source) for c in part.columns)).from_(
                 exp.to_table(self.cte_name(source)).as_(source)
             )
