@@ -244,9 +244,9 @@ STANDARD_LANES: dict[str, Lane] = {
         ("sources", "sources", "sources", "k + k"),
         ("facts", "facts", "facts", "k * fact_candidate_factor"),
         ("entity_catalog", "sources", "entity_catalog.sql", "k"),
-        ("working_memory", "working_memory", "working_memory.sql", "session_find_k"),
-        ("profile", "profile", "profile.sql", "profile_find_k"),
-        ("communities", "communities", "communities.sql", "community_find_k"),
+        ("working_memory", "working_memory", "vector.sql", "session_find_k"),
+        ("profile", "profile", "vector.sql", "profile_find_k"),
+        ("communities", "communities", "vector.sql", "community_find_k"),
         ("overview", "overview", "overview.sql", "raptor_k"),
     )
 }

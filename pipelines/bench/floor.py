@@ -15,6 +15,7 @@ Probes are `CompiledStatement`s with typed positional binds, so they run through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,7 @@ class FloorProbe:
     # Value names the probe reads under another name (bind name -> name in the find values).
     renamed: tuple[tuple[str, str], ...] = ()
 
-    def values(self, find_values: dict[str, object]) -> dict[str, object]:
+    def values(self, find_values: Mapping[str, object]) -> dict[str, object]:
         values = dict(find_values)
         values.update({bind: find_values[source] for bind, source in self.renamed})
         return values

@@ -50,6 +50,7 @@ from pipelines.read.explain import lane_timings
 from pipelines.read.find import enter_find_settings, find_transaction
 from pipelines.resources.database import Database, prepare_database
 from pipelines.shipped import SHIPPED_ROOT
+from pipelines.resources.rows import one_row
 
 DEFAULT_CHUNKS = 2_000
 DEFAULT_QUERIES = 100
@@ -288,12 +289,16 @@ def measure_latency(
             "find_custom": lambda v: run_statement(custom, statements.find, v),
             "empty_round_trip": lambda v: run_statement(probes, EMPTY_ROUND_TRIP, {}),
         }
+        def floor(probe: FloorProbe) -> Callable[[Mapping[str, object]], object]:
+            return lambda v: run_statement(probes, probe.statement, probe.values(v))
+
+        def find_variant(connection: psycopg.Connection, variant: VariantRun) -> Callable[[Mapping[str, object]], object]:
+            return lambda v: run_statement(connection, variant.statement, variant.values_by_question[str(v["question"])])
+
         for probe in statements.probes:
-            timed[f"floor_{probe.name}"] = lambda v, p=probe: run_statement(probes, p.statement, p.values(v))
+            timed[f"floor_{probe.name}"] = floor(probe)
         for connection, variant in zip(variant_connections, variants, strict=True):
-            timed[f"find@{variant.name}"] = lambda v, c=connection, r=variant: run_statement(
-                c, r.statement, r.values_by_question[v["question"]]
-            )
+            timed[f"find@{variant.name}"] = find_variant(connection, variant)
         samples = interleaved(timed, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
         def confined_per_call(query_values: Mapping[str, object]) -> list[tuple]:
             """find as a confined caller runs it (`lanegraph find --scopes`): a confined block per
@@ -544,7 +549,7 @@ def server_settings(connection: psycopg.Connection) -> dict[str, object]:
     # pgvector's settings exist only once the library is loaded in this session.
     connection.execute("SELECT '[1]'::vector")
     settings: dict[str, object] = {
-        name: connection.execute("SELECT current_setting(%s, true)", (name,)).fetchone()[0]
+        name: one_row(connection.execute("SELECT current_setting(%s, true)", (name,)), f"setting {name}")[0]
         for name in SERVER_SETTINGS
     }
     vector = connection.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()

@@ -113,11 +113,11 @@ def measure_ingest(
     started = time.perf_counter()
     embedder.embed(texts)
     model_alone = time.perf_counter() - started
-    chunk_embedding_seconds = report.assets["chunk_embeddings"]["seconds"]
+    chunk_embedding_seconds = _seconds(report, "chunk_embeddings")
     steps = {
         name: {
-            "seconds": report.assets[name]["seconds"],
-            "passages_per_second": round(passages / report.assets[name]["seconds"], 1),
+            "seconds": _seconds(report, name),
+            "passages_per_second": round(passages / _seconds(report, name), 1),
             **report.counts(name),
         }
         for name in STEPS
@@ -181,7 +181,15 @@ def measure_one_document(
 
 
 def _step_seconds(report: WriteReport, names: Sequence[str]) -> dict[str, float]:
-    return {name: report.assets[name]["seconds"] for name in names if name in report.assets}
+    return {name: _seconds(report, name) for name in names if name in report.assets}
+
+
+def _seconds(report: WriteReport, asset: str) -> float:
+    """How long the run spent materializing `asset`."""
+    seconds = report.assets[asset]["seconds"]
+    if not isinstance(seconds, (int, float)):
+        raise TypeError(f"the run recorded no seconds for {asset} (got {seconds!r})")
+    return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:

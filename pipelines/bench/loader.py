@@ -22,6 +22,7 @@ from psycopg import sql
 from pipelines.bench.synthetic import SyntheticCorpus, SyntheticQuery
 from pipelines.resources.database import connect, prepare_database
 from pipelines.write.documents import bm25
+from pipelines.resources.rows import one_row
 
 BENCH_DATABASE = "lanegraph_bench"
 MARKER_TABLE = "lanegraph_bench_corpus"
@@ -190,7 +191,7 @@ def drop_schema(server_url: str, schema: str) -> None:
 def recorded_load(url: str, shape: dict[str, int]) -> LoadResult | None:
     """The load recorded in the schema behind `url`, when it holds a corpus of exactly `shape`."""
     with connect(url, autocommit=True) as connection:
-        exists = connection.execute("SELECT to_regclass(%s)", (MARKER_TABLE,)).fetchone()[0]
+        exists = one_row(connection.execute("SELECT to_regclass(%s)", (MARKER_TABLE,)), "the load marker")[0]
         if exists is None:
             return None
         row = connection.execute(sql.SQL("SELECT load FROM {}").format(sql.Identifier(MARKER_TABLE))).fetchone()
@@ -261,7 +262,9 @@ def load_corpus(url: str, corpus: SyntheticCorpus, *, raptor_max_levels: int, ra
         connection.commit()
         load_seconds = time.perf_counter() - started
         for table in DERIVED_TABLES:
-            counts[table] = connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))).fetchone()[0]
+            counts[table] = one_row(
+                connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))), f"the {table} count"
+            )[0]
         builds = tuple(
             _build_index(connection, index, counts, corpus.shape.dimension) for index in (*keys, *indexes)
         )
@@ -319,7 +322,7 @@ def stored_queries(url: str, count: int) -> list[SyntheticQuery]:
     """The first `count` stored questions; fewer when fewer were stored."""
     with connect(url, autocommit=True) as connection:
         register_vector(connection)
-        if connection.execute("SELECT to_regclass(%s)", (QUERY_TABLE,)).fetchone()[0] is None:
+        if one_row(connection.execute("SELECT to_regclass(%s)", (QUERY_TABLE,)), "the stored questions")[0] is None:
             return []
         rows = connection.execute(
             sql.SQL("SELECT text, vector, target_chunk_id, mentions FROM {} ORDER BY position LIMIT %s").format(

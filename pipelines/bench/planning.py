@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.read.compiler import UNION_CTE, CompiledStatement
+from pipelines.resources.rows import one_row
 
 PLAN_CACHE_MODES = ("auto", "force_generic_plan", "force_custom_plan")
 # PostgreSQL's auto mode plans custom this many times before it considers the generic plan.
@@ -68,7 +69,7 @@ def explain_execute(
     parameters = statement.parameters(values)
     with psycopg.ClientCursor(connection) as cursor:
         cursor.execute(_explain_execute_sql(name, len(parameters), timing=timing), parameters)
-        (plan,) = cursor.fetchone()
+        (plan,) = one_row(cursor, "the prepared statement's plan")
     return plan[0]
 
 

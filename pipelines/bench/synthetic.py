@@ -362,9 +362,10 @@ class SyntheticCorpus:
             predicate = PREDICATES[rng.integers(len(PREDICATES))]
             others = [e for e in mentioned if e != subject]
             if others and rng.random() >= STATE_FACT_SHARE:
-                target: int | None = int(others[rng.integers(len(others))])
+                linked = int(others[rng.integers(len(others))])
+                target: int | None = linked
                 value = None
-                statement = f"{self.entity_names[subject]} {predicate} {self.entity_names[target]}"
+                statement = f"{self.entity_names[subject]} {predicate} {self.entity_names[linked]}"
             else:
                 target = None
                 value = STATES[rng.integers(len(STATES))]

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.config import LanegraphConfig, load_config
-import sqlglot
 
 from pipelines.read.compiler import (
     CompiledStatement,
@@ -29,7 +28,7 @@ from pipelines.read.compiler import (
     query_bind_types,
     setting_type,
 )
-from pipelines.read.dialect import PgVector
+from pipelines.read.dialect import parse_query
 from pipelines.read.lane_parts import Part, lane_parts
 from pipelines.lanes_config import SETTING_NAMES, template_path
 from pipelines.errors import InputError
@@ -171,24 +170,25 @@ class RankingStatement:
         return [row[self.chunk_column] for row in ordered]
 
 
-def _ranking_part(config: LanegraphConfig, ranking: str) -> Part:
+def _ranking_part(config: LanegraphConfig, ranking: str) -> tuple[Part, Path]:
+    """The sources lane's part of that name, and its template."""
     name = sources_lane(config)
     for part in lane_parts(name, config.lanes[name], config.plan):
         if part.name == ranking and part.template is not None:
-            return part
+            return part, part.template
     raise InputError(f"lanes.{name}: the sources lane has no {ranking!r} ranking to evaluate alone")
 
 
 def ranking_statement(config: LanegraphConfig, ranking: str) -> RankingStatement:
-    part = _ranking_part(config, ranking)
+    part, template = _ranking_part(config, ranking)
     dimension = config.pipeline.embedding.dimension
     per_question = query_bind_types(dimension)
     bind_types = {
         bind: setting_type(target) if target in SETTING_NAMES else per_question[target]
         for bind, target in part.binds.items()
     }
-    statement = compile_template(part.template, bind_types=bind_types, dimension=dimension)
-    columns = sqlglot.parse_one(statement.sql, dialect=PgVector).named_selects
+    statement = compile_template(template, bind_types=bind_types, dimension=dimension)
+    columns = parse_query(statement.sql).named_selects
     key, descending = RANKING_ORDER[ranking]
     for needed in ("chunk_id", key):
         if needed not in columns:

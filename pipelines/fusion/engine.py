@@ -103,7 +103,8 @@ async def _run_bounded(
         except asyncio.CancelledError:
             # Our own cancellation (the caller's) must propagate; one the client raised on its own
             # is just another failure of this sub-query.
-            if asyncio.current_task().cancelling():
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
                 raise
             return "cancelled by the client"
         except Exception as error:

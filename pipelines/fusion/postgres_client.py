@@ -20,7 +20,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import psycopg
 
@@ -31,6 +31,7 @@ from pipelines.fusion.models import (
     FindArgs,
     PredicateWalkArgs,
     TemporalRangeArgs,
+    Tier,
 )
 from pipelines.fusion.primitives import primitive_statement
 from pipelines.config import LanegraphConfig, load_config
@@ -52,7 +53,7 @@ Row = Mapping[str, Any]
 T = TypeVar("T")
 
 
-class _CancellableWork:
+class _CancellableWork(Generic[T]):
     """Work on one pooled connection in a worker thread, cancellable from the event loop.
 
     The lock orders the worker's hand-over of the connection against `cancel`, so a cancel request
@@ -119,7 +120,8 @@ async def run_cancellable(
     # After a cancel nobody awaits the worker; its QueryCanceled must not be logged as unretrieved.
     worker.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
-        return await asyncio.shield(worker)
+        # None comes back only from a cancelled job, and cancelling raises below instead.
+        return cast(T, await asyncio.shield(worker))
     except asyncio.CancelledError:
         job.cancel()
         raise
@@ -130,7 +132,7 @@ def _snippet(text: str, chars: int) -> str:
     return flat if len(flat) <= chars else flat[: chars - 1].rstrip() + "…"
 
 
-def entity_state_evidence(rows: Sequence[Row], tier: str, source: str) -> list[Evidence]:
+def entity_state_evidence(rows: Sequence[Row], tier: Tier, source: str) -> list[Evidence]:
     """One evidence per entity: its live statements, or its name when it has none right now.
 
     The entities were named by the caller, so each is as relevant as the others: score 1.
@@ -147,7 +149,7 @@ def entity_state_evidence(rows: Sequence[Row], tier: str, source: str) -> list[E
     ]
 
 
-def predicate_walk_evidence(rows: Sequence[Row], tier: str, source: str) -> list[Evidence]:
+def predicate_walk_evidence(rows: Sequence[Row], tier: Tier, source: str) -> list[Evidence]:
     """Reached entities scored 1 / (1 + hops): nearer is better, and below a named entity's 1."""
     return [
         Evidence(
@@ -161,7 +163,7 @@ def predicate_walk_evidence(rows: Sequence[Row], tier: str, source: str) -> list
     ]
 
 
-def temporal_range_evidence(rows: Sequence[Row], tier: str, source: str) -> list[Evidence]:
+def temporal_range_evidence(rows: Sequence[Row], tier: Tier, source: str) -> list[Evidence]:
     """Entities scored m / (m + 1) for m matching facts: more evidence in the window ranks higher."""
     return [
         Evidence(
@@ -175,7 +177,7 @@ def temporal_range_evidence(rows: Sequence[Row], tier: str, source: str) -> list
     ]
 
 
-def bm25_evidence(rows: Sequence[Row], tier: str, source: str, snippet_chars: int) -> list[Evidence]:
+def bm25_evidence(rows: Sequence[Row], tier: Tier, source: str, snippet_chars: int) -> list[Evidence]:
     """Chunks with their Okapi BM25 score; the body is the chunk's document."""
     return [
         Evidence(
@@ -196,7 +198,7 @@ def find_score(priority: int, position: int) -> float:
     return -(priority + position / (position + 1))
 
 
-def find_evidence(result: FindResult, lane_order: Sequence[str], tier: str, source: str) -> list[Evidence]:
+def find_evidence(result: FindResult, lane_order: Sequence[str], tier: Tier, source: str) -> list[Evidence]:
     """The statement's rows in order, less the source excerpts a settled fact already covers.
 
     The budget is left to the engine, so every other candidate is offered, not find's own packing.
@@ -265,14 +267,14 @@ class PostgresQueryClient:
         )
         return [compiled.row(row) for row in rows]
 
-    async def entity_state(self, args: EntityStateArgs, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def entity_state(self, args: EntityStateArgs, tier: Tier, source: str, limit: int) -> list[Evidence]:
         rows = await self._rows(
             "entity_state", {"entity_ids": list(args.entity_ids), "entity_state_limit": limit}
         )
         return entity_state_evidence(rows, tier, source)
 
     async def predicate_walk(
-        self, args: PredicateWalkArgs, tier: str, source: str, limit: int
+        self, args: PredicateWalkArgs, tier: Tier, source: str, limit: int
     ) -> list[Evidence]:
         rows = await self._rows(
             "predicate_walk",
@@ -286,7 +288,7 @@ class PostgresQueryClient:
         return predicate_walk_evidence(rows, tier, source)
 
     async def temporal_range(
-        self, args: TemporalRangeArgs, tier: str, source: str, limit: int
+        self, args: TemporalRangeArgs, tier: Tier, source: str, limit: int
     ) -> list[Evidence]:
         rows = await self._rows(
             "temporal_range",
@@ -300,7 +302,7 @@ class PostgresQueryClient:
         )
         return temporal_range_evidence(rows, tier, source)
 
-    async def bm25(self, args: BM25Args, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def bm25(self, args: BM25Args, tier: Tier, source: str, limit: int) -> list[Evidence]:
         rows = await self._rows(
             "bm25",
             {
@@ -312,7 +314,7 @@ class PostgresQueryClient:
         )
         return bm25_evidence(rows, tier, source, self.config.settings.snippet_chars)
 
-    async def find(self, args: FindArgs, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def find(self, args: FindArgs, tier: Tier, source: str, limit: int) -> list[Evidence]:
         def run_find(connection: psycopg.Connection) -> FindResult:
             # Access is not recorded here: which facts reach the caller is decided after fusion.
             return find(

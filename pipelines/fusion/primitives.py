@@ -11,12 +11,11 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-import sqlglot
 from sqlglot import exp
 
 from pipelines.shipped import SQL_TEMPLATES
 from pipelines.read.compiler import CompiledStatement, compile_template
-from pipelines.read.dialect import PgVector
+from pipelines.read.dialect import PgVector, parse_query
 
 PRIMITIVES_DIR = SQL_TEMPLATES / "primitives"
 PRIMITIVES = ("entity_state", "predicate_walk", "temporal_range", "bm25")
@@ -38,7 +37,7 @@ def template_path(name: str) -> Path:
 
 
 def _output_columns(statement: CompiledStatement) -> tuple[str, ...]:
-    return tuple(sqlglot.parse_one(statement.sql, dialect=PgVector).named_selects)
+    return tuple(parse_query(statement.sql).named_selects)
 
 
 def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
@@ -46,7 +45,7 @@ def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
 
     The join adds no bind and no literal, so the ranking's positional binds stand as compiled.
     """
-    ranked = sqlglot.parse_one(ranking.sql, dialect=PgVector).subquery("ranked")
+    ranked = parse_query(ranking.sql).subquery("ranked")
     joined = (
         exp.select("ranked.chunk_id", "ranked.score", "chunk.text", "chunk.document_id")
         .from_(ranked)

@@ -32,6 +32,7 @@ from pipelines.fusion.models import (
     PredicateWalkArgs,
     SubQuery,
     TemporalRangeArgs,
+    Tier,
 )
 from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.config import LanegraphConfig, load_config
@@ -148,23 +149,23 @@ class ShardClient:
             raise LookupError(f"source {source!r} names no shard; expected <source>@<one of {', '.join(self.shards)}>")
         return await shard.client() if isinstance(shard, PostgresShard) else shard
 
-    async def entity_state(self, args: EntityStateArgs, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def entity_state(self, args: EntityStateArgs, tier: Tier, source: str, limit: int) -> list[Evidence]:
         return await (await self._client_for(source)).entity_state(args, tier, source, limit)
 
     async def predicate_walk(
-        self, args: PredicateWalkArgs, tier: str, source: str, limit: int
+        self, args: PredicateWalkArgs, tier: Tier, source: str, limit: int
     ) -> list[Evidence]:
         return await (await self._client_for(source)).predicate_walk(args, tier, source, limit)
 
     async def temporal_range(
-        self, args: TemporalRangeArgs, tier: str, source: str, limit: int
+        self, args: TemporalRangeArgs, tier: Tier, source: str, limit: int
     ) -> list[Evidence]:
         return await (await self._client_for(source)).temporal_range(args, tier, source, limit)
 
-    async def bm25(self, args: BM25Args, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def bm25(self, args: BM25Args, tier: Tier, source: str, limit: int) -> list[Evidence]:
         return await (await self._client_for(source)).bm25(args, tier, source, limit)
 
-    async def find(self, args: FindArgs, tier: str, source: str, limit: int) -> list[Evidence]:
+    async def find(self, args: FindArgs, tier: Tier, source: str, limit: int) -> list[Evidence]:
         return await (await self._client_for(source)).find(args, tier, source, limit)
 
     def close(self) -> None:
@@ -192,7 +193,7 @@ async def fuse_shards(
 
 
 # The find statement is led by its dense rankings: the neural tier.
-FIND_TIER = "2"
+FIND_TIER: Tier = "2"
 FIND_SOURCE = "find"
 # The statement's lane limits already bound its rows; a lower cap would cut the lowest-priority
 # lanes of every shard.

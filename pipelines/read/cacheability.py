@@ -41,6 +41,7 @@ from pipelines.read.schema import load_catalog
 from pipelines.read.templates import TemplateError, display_path
 from pipelines.resources.database import Database, connect
 from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
+from pipelines.resources.rows import one_row
 
 # Below this many postings the planner drives the BM25 join from the chunk side (right for a toy
 # corpus), so the posting index check says why it failed.
@@ -222,9 +223,12 @@ class PostingState:
 
 
 def posting_state(connection: psycopg.Connection) -> PostingState:
-    rows = connection.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM bm25_posting LIMIT %s) AS sample", (SMALL_CORPUS_POSTINGS,)
-    ).fetchone()[0]
+    rows = one_row(
+        connection.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM bm25_posting LIMIT %s) AS sample", (SMALL_CORPUS_POSTINGS,)
+        ),
+        "a sample of bm25_posting",
+    )[0]
     analyzed = connection.execute(
         "SELECT coalesce(last_analyze, last_autoanalyze) IS NOT NULL FROM pg_stat_user_tables"
         " WHERE relid = 'bm25_posting'::regclass"
@@ -243,7 +247,7 @@ def reaches_indexes(
     owner's reads through an index: row security refuses an index probe whose condition calls a
     function or operator that is not leakproof."""
     nodes = list(plan_nodes(plan["Plan"]))
-    used = {node.get("Index Name") for node in nodes if node.get("Index Name")}
+    used = {name for node in nodes if (name := node.get("Index Name"))}
     catalog = load_catalog()
     missing = [
         f"{table} ({' or '.join(catalog.hnsw_indexes[table])})"
@@ -317,7 +321,7 @@ def prepared_once(
     config: LanegraphConfig,
     statement: CompiledStatement,
     questions: Sequence[str],
-    vectors: Sequence[object],
+    vectors: Iterable[object],
 ) -> PropertyResult:
     runs = 0
     for k in PROBE_KS:
@@ -345,7 +349,7 @@ def generic_equals_custom(
     config: LanegraphConfig,
     statement: CompiledStatement,
     questions: Sequence[str],
-    vectors: Sequence[object],
+    vectors: Iterable[object],
 ) -> PropertyResult:
     differing = []
     for question, vector in zip(questions, vectors, strict=True):

@@ -27,6 +27,7 @@ from pipelines.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Lane, Plan, 
 from pipelines.read.parameters import Bind, BindTypeError, parameter_values, positional
 from pipelines.read.question import question_terms
 from pipelines.read.schema import Catalog, load_catalog, schema_fingerprint
+from pipelines.read.vector_lane import for_kind
 from pipelines.read.templates import (
     Template,
     TemplateError,
@@ -205,7 +206,7 @@ def _compile_shape(shape: Shape) -> CompiledStatement:
     plan = shape.plan()
     declared = _declared_types(shape)
     ctes: list[exp.CTE] = []
-    rows: list[exp.Select] = []
+    rows: list[exp.Query] = []
     lanes: list[CompiledLane] = []
     recursive = False
     for priority, lane_shape in enumerate(shape.lanes):
@@ -381,7 +382,7 @@ class _LaneComposer:
             if part.template is None:
                 query = self._union(part)
             else:
-                template = load_template(part.template, self.lane.name)
+                template = for_kind(load_template(part.template, self.lane.name), self.lane.kind)
                 query = self._template_part(part, template)
                 self.templates.append(part.template)
             final = self.cte_name(part.name)
@@ -399,7 +400,7 @@ class _LaneComposer:
                     f"that {part.name} unions"
                 )
         self.columns[part.name] = part.columns
-        selects = [
+        selects: list[exp.Query] = [
             exp.select(*(exp.column(c, table=source) for c in part.columns)).from_(
                 exp.to_table(self.cte_name(source)).as_(source)
             )

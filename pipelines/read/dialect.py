@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import re
 from enum import IntEnum
+from typing import cast
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.generators.postgres import PostgresGenerator
+from sqlglot.parsers.postgres import PostgresParser
 from sqlglot.tokens import TokenType
 
 
@@ -90,7 +94,8 @@ _OperatorToken = IntEnum(  # type: ignore[misc]
     [node.__name__ for node in OPERATORS.values()],
     start=max(TokenType) + 1,
 )
-_TOKEN_BY_OPERATOR = {text: _OperatorToken[node.__name__] for text, node in OPERATORS.items()}
+# Typed as the TokenType they stand in for: sqlglot only hashes and compares token types.
+_TOKEN_BY_OPERATOR = {text: cast(TokenType, _OperatorToken[node.__name__]) for text, node in OPERATORS.items()}
 
 
 class PgVector(Postgres):
@@ -112,14 +117,14 @@ class PgVector(Postgres):
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS = {**Postgres.Tokenizer.KEYWORDS, **_TOKEN_BY_OPERATOR}
 
-    class Parser(Postgres.Parser):
+    class Parser(PostgresParser):
         BITWISE = {
-            **Postgres.Parser.BITWISE,
+            **PostgresParser.BITWISE,
             **{_TOKEN_BY_OPERATOR[text]: node for text, node in OPERATORS.items()},
         }
 
         PLACEHOLDER_PARSERS = {
-            **Postgres.Parser.PLACEHOLDER_PARSERS,
+            **PostgresParser.PLACEHOLDER_PARSERS,
             TokenType.COLON: lambda self: (
                 self.expression(ColonPlaceholder(this=self._prev.text))
                 if self._match_set(self.COLON_PLACEHOLDER_TOKENS)
@@ -127,15 +132,23 @@ class PgVector(Postgres):
             ),
         }
 
-    class Generator(Postgres.Generator):
+    class Generator(PostgresGenerator):
         TRANSFORMS = {
-            **Postgres.Generator.TRANSFORMS,
+            **PostgresGenerator.TRANSFORMS,
             **{
                 node: lambda self, expression, text=text: self.binary(expression, text)
                 for text, node in OPERATORS.items()
             },
             ColonPlaceholder: lambda self, expression: f":{expression.name}",
         }
+
+
+def parse_query(sql: str) -> exp.Query:
+    """A SELECT (or set operation) in this dialect, such as a compiled statement's text."""
+    tree = sqlglot.parse_one(sql, dialect=PgVector)
+    if not isinstance(tree, exp.Query):
+        raise ValueError(f"not a query: {sql[:80]!r}")
+    return tree
 
 
 def to_psycopg(expression: exp.Expr) -> str:

@@ -13,6 +13,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.read.compiler import CompiledStatement
+from pipelines.resources.rows import one_row
 
 EXPLAINED = "lanegraph_explained"
 
@@ -29,7 +30,7 @@ def explain_statement(connection: psycopg.Connection, statement: CompiledStateme
     """The JSON generic plan, `EXPLAIN (GENERIC_PLAN)`: the plan without values."""
     with psycopg.RawCursor(connection) as cursor:
         cursor.execute(f"EXPLAIN (GENERIC_PLAN, FORMAT JSON) {statement.sql}")
-        (plan,) = cursor.fetchone()
+        (plan,) = one_row(cursor, "the find statement's generic plan")
     return plan[0]
 
 
@@ -53,7 +54,7 @@ def explain_as_prepared(
                 sql.Identifier(EXPLAINED), arguments
             )
             cursor.execute(explain.as_string(connection))
-            (plan,) = cursor.fetchone()
+            (plan,) = one_row(cursor, "the find statement's plan")
         finally:
             cursor.execute(f"DEALLOCATE {EXPLAINED}")
     return plan[0]

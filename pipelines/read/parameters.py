@@ -9,7 +9,7 @@ statement (a different cache entry) for the same SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +102,8 @@ def _typed(bind: Bind, value: object) -> object:
     if sql_type.endswith("[]"):
         if isinstance(value, (str, bytes)):
             raise BindTypeError(f"bind :{bind.name} is {sql_type}, got a single string")
+        if not isinstance(value, Iterable):
+            raise BindTypeError(f"bind :{bind.name} is {sql_type}, got {type(value).__name__}")
         element = Bind(bind.name, bind.position, sql_type[:-2])
         return [_typed(element, item) for item in value]
     if sql_type in ("text", "varchar"):

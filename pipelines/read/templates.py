@@ -71,8 +71,9 @@ class Template:
         return list(dict.fromkeys(node.name for node in self.tree.find_all(ColonPlaceholder)))
 
     def allows_constant(self, line: int | None) -> bool:
-        lines = self.text.splitlines()
-        return bool(line) and CONSTANT_MARKER in lines[line - 1]
+        if not line:
+            return False
+        return CONSTANT_MARKER in self.text.splitlines()[line - 1]
 
 
 def load_template(path: Path, lane: str | None = None) -> Template:
@@ -140,20 +141,20 @@ def check_binds_only(template: Template) -> None:
                     f"(e.g. :lane_limit) or mark a true constant with `-- {CONSTANT_MARKER}`",
                 )
     for comparison in template.tree.find_all(*_COMPARISONS):
-        operands = [comparison.this, *comparison.expressions, comparison.args.get("expression"),
-                    comparison.args.get("low"), comparison.args.get("high")]
-        operands = [o for o in operands if isinstance(o, exp.Expr)]
+        candidates: list[object] = [comparison.this, *comparison.expressions, comparison.args.get("expression"),
+                                    comparison.args.get("low"), comparison.args.get("high")]
+        operands = [o for o in candidates if isinstance(o, exp.Expr)]
         if not any(o.find(exp.Column) for o in operands):
             continue
         for operand in operands:
-            literal = _bare_constant(operand)
-            if literal is None:
+            constant = _bare_constant(operand)
+            if constant is None:
                 continue
-            line = _line_of(literal)
+            line = _line_of(constant)
             if not template.allows_constant(line):
                 raise template.error(
                     line,
-                    f"literal {literal.sql(dialect=PgVector)} compared with a column in "
+                    f"literal {constant.sql(dialect=PgVector)} compared with a column in "
                     f"`{comparison.sql(dialect=PgVector)}`: bind a setting, or mark a true constant "
                     f"with `-- {CONSTANT_MARKER}`",
                 )
@@ -306,7 +307,7 @@ def _cte_columns(
     current: Scope | None = scope
     while current is not None:
         cte_scope = current.cte_sources.get(name)
-        if cte_scope is not None:
+        if isinstance(cte_scope, Scope):
             return _scope_columns(template, cte_scope, relations)
         current = current.parent
     return None

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import psycopg
@@ -25,6 +26,7 @@ from pipelines.config import data_dir, default_config_path, load_config
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import apply_migrations, check_standby_schema
+from pipelines.resources.rows import one_row
 from pipelines.resources.scopes import (
     CONFINED_LOGINS,
     PUBLISH_SCOPES,
@@ -58,7 +60,7 @@ def _describe_connect_failure(url: str, error: Exception) -> str:
     return f"cannot connect to PostgreSQL at {where}: {reason}"
 
 
-def connect(url: str, **kwargs: object) -> psycopg.Connection:
+def connect(url: str, **kwargs: Any) -> psycopg.Connection:
     """One connection, with every failure turned into a one-line DatabaseError."""
     try:
         return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, **kwargs)
@@ -176,7 +178,7 @@ def _reset_confined(kept: KeptConnection) -> KeptConnection | None:
         return None
     try:
         connection.execute(RESET_CONFINED)
-        names, made_by_sql = connection.execute(PREPARED_STATEMENTS).fetchone()
+        names, made_by_sql = one_row(connection.execute(PREPARED_STATEMENTS), "the prepared statements")
     except psycopg.Error:
         return None
     prepared = frozenset(names)
@@ -189,7 +191,9 @@ def _reset_confined(kept: KeptConnection) -> KeptConnection | None:
 
 def _publish_scopes(connection: psycopg.Connection, login: ConfinedLogin, caller_scopes: Sequence[str]) -> None:
     """Publish `caller_scopes` in the session, signed for its backend."""
-    scopes_text, backend_identity = connection.execute(PUBLISH_SCOPES, (list(caller_scopes),)).fetchone()
+    scopes_text, backend_identity = one_row(
+        connection.execute(PUBLISH_SCOPES, (list(caller_scopes),)), "the published scopes"
+    )
     connection.execute(SIGN_SCOPES, (login.sign(backend_identity, scopes_text),))
 
 
@@ -285,7 +289,7 @@ def prepare_database(url: str, embedding_dimension: int) -> list[str]:
     only checked: it replays its primary's migrations."""
     with connect(url, autocommit=True) as connection:
         _check_server_version(connection)
-        if connection.execute("SELECT pg_is_in_recovery()").fetchone()[0]:
+        if one_row(connection.execute("SELECT pg_is_in_recovery()"), "whether the server is a standby")[0]:
             check_standby_schema(connection, embedding_dimension)
             return []
         return apply_migrations(connection, embedding_dimension)

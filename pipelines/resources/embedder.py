@@ -145,7 +145,7 @@ def fixed_shape_passes(
     for position, count in enumerate(token_counts):
         width = min(max_width, next((width for width in PASS_WIDTHS if width >= count), max_width))
         by_width.setdefault(width, []).append(position)
-    passes = []
+    passes: list[ForwardPass] = []
     for width in sorted(by_width, reverse=True):
         rows = max(1, min(max_texts, max_tokens // width))
         positions = by_width[width]
@@ -197,7 +197,9 @@ class LocalMiniLMEmbedder:
         token_counts = features["attention_mask"].sum(dim=1).tolist()
         tensors = {key: value for key, value in features.items() if isinstance(value, torch.Tensor)}
         pad_values = {"input_ids": model.tokenizer.pad_token_id or 0}
-        for forward in fixed_shape_passes(token_counts, model.max_seq_length, self.batch_size, self.batch_tokens):
+        # The bundled model declares 256 tokens, the widest pass.
+        max_width = model.max_seq_length or PASS_WIDTHS[-1]
+        for forward in fixed_shape_passes(token_counts, max_width, self.batch_size, self.batch_tokens):
             # A short pass is filled with copies of its last text: the shape, not the fill, matters.
             rows = forward.positions + [forward.positions[-1]] * (forward.rows - len(forward.positions))
             batch = {key: _to_width(value[rows], forward.width, pad_values.get(key, 0)) for key, value in tensors.items()}
@@ -336,8 +338,8 @@ class EmbedderResource(dg.ConfigurableResource):
                     f"(got {self.dimension})"
                 )
             return LocalMiniLMEmbedder(batch_size=self.batch_size, batch_tokens=self.batch_tokens, precision=self.precision)
-        missing = [name for name in ("base_url", "model") if not getattr(self, name)]
-        if missing:
+        if not self.base_url or not self.model:
+            missing = [name for name in ("base_url", "model") if not getattr(self, name)]
             raise ConfigError(
                 f"embedding provider openai needs pipeline.embedding.{' and pipeline.embedding.'.join(missing)}"
             )

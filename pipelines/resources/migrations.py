@@ -16,6 +16,7 @@ import psycopg
 from psycopg import sql
 
 from pipelines.errors import DatabaseError
+from pipelines.resources.rows import one_row
 from pipelines.shipped import SQL_TEMPLATES
 
 SCHEMA_DIR = SQL_TEMPLATES / "schema"
@@ -141,7 +142,9 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
                 f"`lanegraph db migrate --embedding-dimension {embedding_dimension}` to rebuild the "
                 "vector columns, then re-materialize the embedding assets"
             )
-        applied = dict(connection.execute("SELECT version, statement_checksum FROM lanegraph_migration").fetchall())
+        applied: dict[int, str | None] = dict(
+            connection.execute("SELECT version, statement_checksum FROM lanegraph_migration").fetchall()
+        )
         for migration in discover_migrations():
             if migration.version in applied:
                 _check_unchanged(connection, migration, applied[migration.version])
@@ -166,7 +169,7 @@ def apply_migrations(connection: psycopg.Connection, embedding_dimension: int) -
 
 def check_standby_schema(connection: psycopg.Connection, embedding_dimension: int) -> None:
     """On a read-only standby nothing can be applied: check that its primary already migrated."""
-    if connection.execute("SELECT to_regclass('lanegraph_migration') IS NULL").fetchone()[0]:
+    if one_row(connection.execute("SELECT to_regclass('lanegraph_migration') IS NULL"), "the migration table")[0]:
         raise DatabaseError("the standby's database has no Lanegraph schema; run `lanegraph db start` on its primary")
     applied = {v for (v,) in connection.execute("SELECT version FROM lanegraph_migration")}
     missing = [m.path.name for m in discover_migrations() if m.version not in applied]

@@ -24,6 +24,7 @@ import psycopg
 
 from pipelines.resources.database import Database, connect
 from pipelines.errors import DatabaseError, InputError
+from pipelines.resources.rows import one_row
 
 READ_URLS_ENV = "LANEGRAPH_READ_URLS"
 MAX_LAG_ENV = "LANEGRAPH_READ_MAX_LAG_SECONDS"
@@ -87,7 +88,7 @@ def describe_server(url: str) -> str:
 def current_wal_lsn(primary: Database) -> str:
     """Where the primary's write-ahead log ends now: every commit so far is at or before it."""
     with primary.connection() as connection:
-        return connection.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        return one_row(connection.execute("SELECT pg_current_wal_lsn()::text"), "the primary's WAL position")[0]
 
 
 def _is_server_failure(error: BaseException) -> bool:
@@ -132,7 +133,7 @@ class _ReadServer:
         primary_lsn = current_wal_lsn(primary)
         try:
             with connect(self.url, autocommit=True) as connection:
-                in_recovery, lag = connection.execute(STANDBY_LAG, (primary_lsn,)).fetchone()
+                in_recovery, lag = one_row(connection.execute(STANDBY_LAG, (primary_lsn,)), "the standby's lag")
         except (DatabaseError, psycopg.Error) as error:
             return f"down ({_first_line(error)})"
         if in_recovery and lag > max_lag_seconds:
@@ -239,11 +240,14 @@ class ReadServers:
             while True:
                 try:
                     with connect(server.url, autocommit=True) as connection:
-                        replayed, done = connection.execute(
-                            "SELECT pg_last_wal_replay_lsn()::text, "
-                            "coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)",
-                            (lsn,),
-                        ).fetchone()
+                        replayed, done = one_row(
+                            connection.execute(
+                                "SELECT pg_last_wal_replay_lsn()::text, "
+                                "coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)",
+                                (lsn,),
+                            ),
+                            "the standby's replay position",
+                        )
                 except DatabaseError as error:
                     replayed, done = f"nothing: {error}", False
                 if done:

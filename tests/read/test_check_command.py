@@ -16,15 +16,15 @@ from pipelines.lanes_config import LANE_TEMPLATES
 from pipelines.read.templates import TemplateError
 from tests import REPOSITORY
 
-WORKING_MEMORY = (LANE_TEMPLATES / "working_memory.sql").read_text()
+VECTOR = (LANE_TEMPLATES / "vector.sql").read_text()
 
 
 def lanes_with_template(tmp_path: Path, template_text: str) -> Path:
     """lanes.yaml with the working_memory lane reading `template_text` from a file of its own."""
-    template = tmp_path / "working_memory.sql"
+    template = tmp_path / "vector.sql"
     template.write_text(template_text)
     settings = (REPOSITORY / "lanes.yaml").read_text().replace(
-        "template: working_memory.sql", f"template: {template}"
+        "template: vector.sql", f"template: {template}", 1
     )
     path = tmp_path / "lanes.yaml"
     path.write_text(settings)
@@ -42,9 +42,9 @@ BROKEN = {
         "literal 7 in LIMIT",
     ),
     "a misspelled column": (
-        ("session_item.promoted_at IS NULL", "session_item.promotd_at IS NULL"),
-        "promotd_at",
-        "unknown column session_item.promotd_at",
+        ("vector_item.scopes,", "vector_item.scope,"),
+        "vector_item.scope,",
+        "unknown column session_item.scope",
     ),
     "an unknown setting": (
         ("<= :find_max_distance", "<= :find_max_distanse"),
@@ -57,26 +57,27 @@ BROKEN = {
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_check_rejects_a_broken_template_naming_lane_file_and_line(tmp_path, capsys, case):
     (old, new), fragment, problem = BROKEN[case]
-    assert old in WORKING_MEMORY
-    text = WORKING_MEMORY.replace(old, new)
+    assert old in VECTOR
+    text = VECTOR.replace(old, new)
     lanes = lanes_with_template(tmp_path, text)
     assert main(["check", "--offline", "--lanes", str(lanes)]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1
-    where = f"lane working_memory: {tmp_path / 'working_memory.sql'}:{line_of(text, fragment)}: "
+    where = f"lane working_memory: {tmp_path / 'vector.sql'}:{line_of(text, fragment)}: "
     assert where in error and problem in error
 
 
 def test_a_marked_constant_is_allowed(tmp_path, capsys):
-    text = WORKING_MEMORY.replace("LIMIT :lane_limit", "LIMIT 10  -- @constant: a fixed window")
+    text = VECTOR.replace("LIMIT :lane_limit", "LIMIT 10  -- @constant: a fixed window")
     assert main(["check", "--offline", "--lanes", str(lanes_with_template(tmp_path, text))]) == 0
     assert "ok   binds only" in capsys.readouterr().out
 
 
 def test_a_literal_compared_with_a_column_is_rejected(tmp_path, capsys):
-    text = WORKING_MEMORY.replace("session_item.promoted_at IS NULL", "session_item.id <> 'wm-1'")
+    text = VECTOR.replace("candidate.distance <= :find_max_distance", "candidate.distance <= 0.5")
+    assert text != VECTOR
     assert main(["check", "--offline", "--lanes", str(lanes_with_template(tmp_path, text))]) == 2
-    assert "literal 'wm-1' compared with a column" in capsys.readouterr().err
+    assert "literal 0.5 compared with a column" in capsys.readouterr().err
 
 
 def test_a_lane_limit_naming_an_unknown_setting_is_rejected(tmp_path, capsys):

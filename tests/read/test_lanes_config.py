@@ -38,7 +38,7 @@ def load_changed(tmp_path: Path, old: str, new: str):  # type: ignore[no-untyped
         ("limit: raptor_k", "limit: find_max_distance", "lanes.overview.limit: setting 'find_max_distance' is not an integer"),
         ("order: [sources, facts,", "order: [sources, factz,", "plan.order.1: 'factz' is not a lane defined under `lanes`"),
         ("    kind: overview", "    kind: overviews", "lanes.overview.kind: Input should be"),
-        ("    template: profile.sql", "    template: profiles.sql", "lanes.profile.template: template 'profiles.sql' not found"),
+        ("    template: vector.sql", "    template: vectors.sql", "lanes.working_memory.template: template 'vectors.sql' not found"),
     ],
 )
 def test_a_mistake_names_file_line_and_key(tmp_path, old, new, expected):

@@ -154,7 +154,7 @@ def test_check_reports_an_unreadable_template_in_one_line(tmp_path: Path, capsys
     unterminated.write_text("SELECT 'never closed")
     for broken, fragment in ((template, "not valid UTF-8"), (unterminated, "cannot parse")):
         path = tmp_path / "lanes.yaml"
-        path.write_text(replaced("template: working_memory.sql\n", f"template: {broken}\n"))
+        path.write_text(replaced("template: vector.sql\n", f"template: {broken}\n"))
         status, _, stderr = run_cli(capsys, "check", "--offline", "--lanes", str(path))
         assert status == 2, stderr
         assert_one_line(stderr, str(broken), fragment)

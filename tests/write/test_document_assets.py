@@ -220,13 +220,17 @@ def test_each_partition_materialization_carries_its_own_source_figures(tmp_path:
         }
         assert (figures["chunks"]["inserted"], figures["chunk_embeddings"]["inserted"]) == (chunks, chunks)
         assert (figures["bm25_index"]["inserted"], figures["bm25_index"]["unchanged"]) == (0, chunks)
-        # The run's totals stay on every partition's page, labelled as the run's.
+        # The run's totals stay on every partition's page, labelled as the run's, and only so.
         assert figures["documents"]["run_inserted"] == 4
         assert figures["chunks"]["run_inserted"] == report.counts("chunks")["inserted"] > chunks
+        for values in figures.values():
+            assert not RUN_ONLY & set(values) and {f"run_{name}" for name in RUN_ONLY} <= set(values)
     assert report.counts("documents") == {"inserted": 4, "updated": 0, "deleted": 0, "unchanged": 0, "skipped": 0, "rows": 4}
 
 
 PER_DOCUMENT_ASSETS = ("documents", "chunks", "chunk_embeddings", "bm25_index")
+# Figures of the whole run, never of one partition.
+RUN_ONLY = {"rows", "seconds", "preview"}
 SOURCE_COUNTS = ("inserted", "updated", "deleted", "unchanged", "skipped")
 
 

@@ -110,7 +110,7 @@ def test_facts_are_grounded_in_their_source_chunk(demo: DemoGraph) -> None:
 
 
 def test_each_partition_reports_the_facts_of_its_own_file(demo: DemoGraph) -> None:
-    inserted = {}
+    inserted, entities = {}, {}
     for name in DEMO_SUBSET:
         key = f"documents/{name}"
         records = demo.instance.fetch_materializations(
@@ -123,9 +123,11 @@ def test_each_partition_reports_the_facts_of_its_own_file(demo: DemoGraph) -> No
         # What the first extraction of the file inserted, the second states again and leaves alone.
         assert first["inserted"] == second["unchanged"] > 0 and second["inserted"] == 0
         assert second["run_unchanged"] == demo.second.assets["entities_and_facts"]["unchanged"]
-        inserted[key] = first["inserted"]
+        inserted[key], entities[key] = first["inserted"], first["entities_created"]
+        assert "entities_created" in second and "run_entities_created" in first and "rows" not in first
     assert sum(inserted.values()) == demo.first.assets["entities_and_facts"]["inserted"]
-    assert len(set(inserted.values())) > 1
+    assert sum(entities.values()) == demo.first.assets["entities_and_facts"]["entities_created"]
+    assert len(set(inserted.values())) > 1 and len(set(entities.values())) > 1
 
 
 def test_a_second_extraction_changes_nothing(demo: DemoGraph) -> None:

@@ -66,13 +66,16 @@ def retrieval_eval(
         config_path=Path(database.config_path) if database.config_path else default_config_path(),
     )
     report = evaluate(request, progress=context.log.info)
-    find_arm = report["arms"].get("find", {})
+    arms, questions = report["arms"], report["queries"]
+    if not isinstance(arms, dict) or not isinstance(questions, int):
+        raise TypeError("the evaluation report lacks its arms or its question count")
+    find_arm = arms.get("find", {})
     return dg.MaterializeResult(
         metadata={
             "table": dg.MetadataValue.md(markdown_table(report)),
             "recall_plot": dg.MetadataValue.md(recall_plot_markdown(report)),
             "dataset": dg.MetadataValue.text(str(report["dataset"])),
-            "questions": dg.MetadataValue.int(int(report["queries"])),
+            "questions": dg.MetadataValue.int(questions),
             **{f"find_{metric}": dg.MetadataValue.float(float(value)) for metric, value in find_arm.items()},
             "report": dg.MetadataValue.json(report),
         }

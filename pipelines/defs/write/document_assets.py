@@ -5,6 +5,8 @@ over thousands of partitions is one run whose steps process every partition key 
 are run config whose defaults come from lanes.yaml when the run starts (`run_config.py`).
 """
 
+from typing import Any
+
 import dagster as dg
 
 from pipelines.defs.write.partition_metadata import partitioned_result
@@ -19,7 +21,8 @@ from pipelines.write.documents.documents import materialize_documents
 from pipelines.write.documents.embeddings import embedding_health, materialize_embeddings
 
 MAX_LOGGED_PROBLEMS = 20
-PER_DOCUMENT = {
+# Any: `dg.asset` is overloaded per keyword, and a dict of mixed values matches no overload.
+PER_DOCUMENT: dict[str, Any] = {
     "partitions_def": document_partitions,
     "backfill_policy": dg.BackfillPolicy.single_run(),
     "group_name": PER_DOCUMENT_GROUP,
@@ -143,7 +146,7 @@ def every_chunk_embedded(database: DatabaseResource, embedder: EmbedderResource)
     with database.connection() as connection:
         health = embedding_health(connection, model=model.model_id, dimension=model.dimension)
     passed = health["missing"] == 0 and health["wrong_width"] == 0 and health["stale"] == 0
-    metadata = {**health, "model": model.model_id, "dimension": model.dimension}
+    metadata: dict[str, int | str] = {**health, "model": model.model_id, "dimension": model.dimension}
     return dg.AssetCheckResult(passed=passed, metadata=metadata)
 
 

@@ -13,6 +13,7 @@ from pipelines.write.extraction.extraction import extract_documents
 from pipelines.write.extraction.extraction_store import DocumentCounts
 from pipelines.write.documents.registry import partition_documents
 from pipelines.write.report import StepReport
+from pipelines.resources.rows import one_row
 
 @dg.asset(
     group_name=PER_DOCUMENT_GROUP,
@@ -45,7 +46,7 @@ def entities_and_facts(
         report.count(source_of[document_id], _partition_counts(counts))
     report.processed = len(result.documents)
     with db.connection() as connection:
-        report.rows = connection.execute(q.LIVE_FACT_COUNT).fetchone()[0]
+        report.rows = one_row(connection.execute(q.LIVE_FACT_COUNT), "the live fact count")[0]
         report.preview_rows = connection.execute(q.FACT_PREVIEW, {"ids": list(result.documents)}).fetchall()
     values = report.finish().metadata()
     values.update({

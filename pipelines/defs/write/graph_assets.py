@@ -27,6 +27,7 @@ from pipelines.write.graph.graph_store import (
 )
 from pipelines.write.plots import sizes_per_level_chart
 from pipelines.write.report import StepReport, markdown_table
+from pipelines.resources.rows import one_row
 
 # Share of related entities (joined to another by a live fact) that must belong to a community;
 # only a vertex that Leiden leaves alone in its own part is missing.
@@ -35,7 +36,7 @@ COMMUNITY_COVERAGE_THRESHOLD = 0.95
 
 def _rows(database: DatabaseResource, statement: str) -> int:
     with database.connection() as connection:
-        return connection.execute(statement).fetchone()[0]
+        return one_row(connection.execute(statement), "a row count")[0]
 
 
 def _count_redone(step: StepReport, redone: Redone, rows_before: int) -> dict[str, object]:
@@ -222,7 +223,7 @@ def raptor_levels(
 
 def _root_count(database: DatabaseResource, limit: int) -> dg.AssetCheckResult:
     with database.connection() as connection:
-        leaves, roots = connection.execute(q.RAPTOR_ROOTS).fetchone()
+        leaves, roots = one_row(connection.execute(q.RAPTOR_ROOTS), "the RAPTOR roots")
     passed = (roots == 0) if leaves == 0 else 1 <= roots <= limit
     return dg.AssetCheckResult(
         check_name="raptor_root_count", passed=passed, metadata={"roots": roots, "root_count": limit, "leaves": leaves}
@@ -238,8 +239,10 @@ def graph_embeddings_have_configured_width(
 ) -> dg.AssetCheckResult:
     # The width the asset embedded with: its embedder resource's.
     with database.connection() as connection:
-        missing = connection.execute(q.EMBEDDINGS_OF_OTHER_WIDTH, {"dimension": embedder.dimension}).fetchone()
-    facts, entities = missing
+        facts, entities = one_row(
+            connection.execute(q.EMBEDDINGS_OF_OTHER_WIDTH, {"dimension": embedder.dimension}),
+            "the graph's embeddings of another width",
+        )
     return dg.AssetCheckResult(
         passed=facts == 0 and entities == 0,
         metadata={"facts_without": facts, "entities_without": entities, "dimension": embedder.dimension},
@@ -249,7 +252,7 @@ def graph_embeddings_have_configured_width(
 @dg.asset_check(asset=communities, description="Entities related to others by live facts belong to a community.")
 def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
     with database.connection() as connection:
-        related, covered = connection.execute(q.COMMUNITY_COVERAGE).fetchone()
+        related, covered = one_row(connection.execute(q.COMMUNITY_COVERAGE), "the community coverage")
     share = covered / related if related else 1.0
     return dg.AssetCheckResult(
         passed=share >= COMMUNITY_COVERAGE_THRESHOLD,

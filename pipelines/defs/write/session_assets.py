@@ -17,6 +17,7 @@ from pipelines.resources.database import DatabaseResource
 from pipelines.write.report import StepReport
 from pipelines.write.session import session_sql as q
 from pipelines.write.session.session import mark_promoted, write_due_items
+from pipelines.resources.rows import one_row
 
 SESSION_INTERVAL_SECONDS = 3600
 
@@ -38,7 +39,7 @@ def session_items(config: PromotionConfig, database: DatabaseResource) -> dg.Mat
     step = StepReport(unit="items", preview_columns=("promoted item",))
     promotion = mark_promoted(database.get_database(), older_than_hours=config.promote_after_hours)
     with database.connection() as connection:
-        unpromoted, promoted = connection.execute(q.SESSION_ITEM_COUNTS).fetchone()
+        unpromoted, promoted = one_row(connection.execute(q.SESSION_ITEM_COUNTS), "the session item counts")
     step.inserted = step.processed = len(promotion.promoted)
     step.unchanged = promotion.young
     step.rows = unpromoted

@@ -31,6 +31,7 @@ from pipelines.write.batches import BatchWriter
 from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
+from pipelines.resources.rows import named_row, one_row
 
 STEP = "bm25_index"
 # (term, scope set as its array text, amount, largest term frequency, shortest chunk): the rows
@@ -68,7 +69,7 @@ def index_partitions(
     for source_key, chunk_count in in_partitions.items():
         report.count(source_key, {"unchanged": chunk_count - unindexed_per_source[source_key]})
     with database.connection() as connection:
-        report.rows = connection.execute(q.INDEXED_COUNT).fetchone()[0]
+        report.rows = one_row(connection.execute(q.INDEXED_COUNT), "the indexed chunk count")[0]
         report.preview_rows = connection.execute(q.INDEX_PREVIEW, {"chunk_ids": chunks[:5]}).fetchall()
     return report.finish()
 
@@ -128,9 +129,8 @@ def apply_statistics(connection: psycopg.Connection, changes: Iterable[DocumentF
 
 def statistics_health(connection: psycopg.Connection) -> dict[str, float]:
     """The BM25 statistics recomputed from the tables beside what is stored; see `STATISTICS_HEALTH`."""
-    cursor = connection.execute(q.STATISTICS_HEALTH)
-    names = [column.name for column in cursor.description]
-    return {name: float(value) for name, value in zip(names, cursor.fetchone(), strict=True)}
+    health = named_row(connection.execute(q.STATISTICS_HEALTH), "the BM25 statistics")
+    return {name: float(value) for name, value in health.items()}
 
 
 def statistics_consistent(health: dict[str, float], tolerance: float = 1e-9) -> bool:

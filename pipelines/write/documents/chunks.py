@@ -21,6 +21,7 @@ from pipelines.write.documents.bm25 import apply_statistics, forget_chunks, inde
 from pipelines.write.documents.chunking import Chunk, chunk_document, chunk_hash, chunking_fingerprint, indexed_text
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
+from pipelines.resources.rows import one_row
 
 STEP = "chunks"
 
@@ -90,7 +91,7 @@ def materialize_chunks(
     with database.connection() as connection:
         for source_key, chunk_count in connection.execute(q.DOCUMENT_CHUNK_COUNTS, {"ids": current}):
             report.count(source_key, {"unchanged": chunk_count})
-        report.rows = connection.execute(q.CHUNK_COUNT).fetchone()[0]
+        report.rows = one_row(connection.execute(q.CHUNK_COUNT), "the chunk count")[0]
         report.preview_rows = connection.execute(q.CHUNK_PREVIEW, {"ids": ids[:5] or current[:5]}).fetchall()
     return report.finish()
 
@@ -108,8 +109,9 @@ def _plan(
     plan = _DocumentChunks(document_id, source_key, fingerprint, title)
     wanted = set()
     for chunk in chunks:
+        identifier = chunk_id(document_id, chunk.position)
         row = {
-            "id": chunk_id(document_id, chunk.position),
+            "id": identifier,
             "document_id": document_id,
             "position": chunk.position,
             "text": chunk.text,
@@ -117,8 +119,8 @@ def _plan(
             "content_hash": chunk_hash(title, chunk.text),
             "scopes": list(scopes),
         }
-        wanted.add(row["id"])
-        previous = stored.get(row["id"])
+        wanted.add(identifier)
+        previous = stored.get(identifier)
         if previous is None:
             plan.inserts.append(row)
         elif previous != (row["content_hash"], row["scopes"]):

@@ -21,6 +21,7 @@ from pipelines.write.documents.bm25 import apply_statistics, forget_chunks
 from pipelines.write.progress import Log, step_progress
 from pipelines.write.report import StepReport
 from pipelines.write.documents.sources import SourceDocument, SourceFile, read_source
+from pipelines.resources.rows import one_row
 
 STEP = "documents"
 
@@ -82,7 +83,7 @@ def materialize_documents(
             q.MARK_SOURCE_MATERIALIZED,
             [{"key": key, "file_hash": h} for key, h in read_hashes.items() if key not in incomplete],
         )
-        report.rows = connection.execute(q.DOCUMENT_COUNT).fetchone()[0]
+        report.rows = one_row(connection.execute(q.DOCUMENT_COUNT), "the document count")[0]
         report.preview_rows = connection.execute(q.DOCUMENT_PREVIEW, {"keys": sorted(sources)}).fetchall()
     report.processed = len(sources)
     return report.finish()

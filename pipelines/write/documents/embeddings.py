@@ -22,6 +22,7 @@ from pipelines.write.batches import BatchWriter
 from pipelines.write.documents.chunking import indexed_text
 from pipelines.write.progress import Log, embed_showing_progress, step_progress
 from pipelines.write.report import StepReport
+from pipelines.resources.rows import named_row, one_row
 
 STEP = "chunk_embeddings"
 
@@ -91,7 +92,7 @@ def materialize_embeddings(
         "model_chunks_per_second": round(len(stale) / model_seconds, 1) if model_seconds else 0.0,
     }
     with database.connection() as connection:
-        report.rows = connection.execute(q.EMBEDDED_COUNT).fetchone()[0]
+        report.rows = one_row(connection.execute(q.EMBEDDED_COUNT), "the embedded chunk count")[0]
         report.preview_rows = connection.execute(
             q.EMBEDDING_PREVIEW, {"ids": [row[0] for row in stale[:5]]}
         ).fetchall()
@@ -111,6 +112,4 @@ def _write_embeddings(connection: psycopg.Connection, items: Sequence[_Embedded]
 
 def embedding_health(connection: psycopg.Connection, *, model: str, dimension: int) -> dict[str, int]:
     """Chunks in all, and how many lack an embedding, have another width, or are stale."""
-    cursor = connection.execute(q.EMBEDDING_HEALTH, {"model": model, "dimension": dimension})
-    names = [column.name for column in cursor.description]
-    return dict(zip(names, cursor.fetchone(), strict=True))
+    return named_row(connection.execute(q.EMBEDDING_HEALTH, {"model": model, "dimension": dimension}), "the embeddings' health")

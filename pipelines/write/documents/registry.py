@@ -17,6 +17,7 @@ import psycopg
 from pipelines.write.documents import document_sql as q
 from pipelines.write.documents.sources import discover_sources, file_sha256, file_signature, refusal
 from pipelines.write.report import Problem
+from pipelines.resources.rows import one_row
 
 
 @dataclass
@@ -59,7 +60,7 @@ def register_path(connection: psycopg.Connection, path: Path, max_bytes: int) ->
         signature = file_signature(source.path)
         stored = known.get(source.key)
         same_file = stored is not None and stored[0] == str(source.path) and stored[3] is None
-        if same_file and stored[1] == signature:
+        if stored is not None and same_file and stored[1] == signature:
             registration.unchanged.append(source.key)
             continue
         if reason := refusal(source, max_bytes):
@@ -104,7 +105,7 @@ def unfinished_sources(connection: psycopg.Connection, keys: Sequence[str]) -> d
 
 def source_bytes(connection: psycopg.Connection, keys: Sequence[str]) -> int:
     """The size of the given sources' files when last registered: how much work a run over them is."""
-    return int(connection.execute(q.SOURCE_BYTES, {"keys": list(keys)}).fetchone()[0])
+    return int(one_row(connection.execute(q.SOURCE_BYTES, {"keys": list(keys)}), "the sources' sizes")[0])
 
 
 def partition_documents(connection: psycopg.Connection, partition_keys: Sequence[str]) -> dict[str, str]:

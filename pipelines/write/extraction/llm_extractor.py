@@ -118,12 +118,13 @@ def _fact(item: object, by_name: dict[str, Mention], sentences: dict[str, str]) 
     if target is None and not value:
         return None
     stated = sentence_validity(statement)
+    object_value = value.strip() if target is None and value else None
     return ExtractedFact(
         subject=subject,
         predicate=predicate,
         statement=statement,
         object=target,
-        object_value=None if target is not None else value.strip(),
+        object_value=object_value,
         valid_from=_iso(item.get("valid_from")) or stated.valid_from,
         valid_to=_iso(item.get("valid_to")) or stated.valid_to,
     )

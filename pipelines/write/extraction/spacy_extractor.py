@@ -340,7 +340,7 @@ class _Sentence:
 
     def _owned_subject_facts(self, verb, subject_tokens) -> list[ExtractedFact]:
         """"France's capital is Paris" -> Paris capital_of France."""
-        found = []
+        found: list[ExtractedFact] = []
         for token in subject_tokens:
             owner = self._possessor(token)
             if owner is None:
@@ -369,7 +369,7 @@ class _Sentence:
         return [m for m in (self.entity_in(t) for t in tokens) if m is not None]
 
     def _prepositional_entities(self, *heads) -> list[tuple[str, Mention]]:
-        found = []
+        found: list[tuple[str, Mention]] = []
         for head in heads:
             for prep in head.children:
                 if prep.dep_ == "prep" and prep.lower_ in OBJECT_PREPOSITIONS:
@@ -439,7 +439,7 @@ class _Sentence:
         if direct.dep_ == "acomp" and verb.lemma_ in LINKING_VERBS:
             return [("status", None, adjective.lower_) for adjective in [direct, *direct.conjuncts]]
         named = self._entities_of(direct)
-        via = [(f"{action} {direct.lemma_} {prep}", m, None) for prep, m in self._prepositional_entities(direct, verb)]
+        via: list[tuple[str, Mention | None, str | None]] = [(f"{action} {direct.lemma_} {prep}", m, None) for prep, m in self._prepositional_entities(direct, verb)]
         if named:
             return [(action, m, None) for m in named] + [item for item in via if item[0].endswith(" for")]
         if via:

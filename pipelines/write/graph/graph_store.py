@@ -41,6 +41,7 @@ from pipelines.write.progress import Embed, Log, embed_showing_progress, silent,
 from pipelines.write.summaries.raptor import RaptorNode, build_tree, update_tree
 from pipelines.write.summaries.summaries import source_digest
 from pipelines.write.summaries.summary_vectors import SummaryVectors
+from pipelines.resources.rows import named_row, one_row
 
 Item = TypeVar("Item")
 # Rows embedded and written per round by _embed_missing.
@@ -89,7 +90,7 @@ def _embed_missing(
 ) -> int:
     with database.connection() as connection:
         rows = connection.execute(select).fetchall()
-        held = connection.execute(q.EMBEDDED_ROWS.format(sql.Identifier(table))).fetchone()[0]
+        held = one_row(connection.execute(q.EMBEDDED_ROWS.format(sql.Identifier(table))), f"the embedded {what}")[0]
     # Longest first, so each round's texts are of about one length (see embed_showing_progress).
     rows.sort(key=lambda row: -len(text_of(row)))
     advance = step_progress(GRAPH_STEP, len(rows), f"{what} embedded", log)
@@ -145,8 +146,7 @@ def refresh_entity_graph(database: Database, embed: Embed, log: Log = silent) ->
         lambda row: kind_text(row[0], row[1]), lambda row: {"name": row[0]}, embed, log, "entity kinds",
     )
     with database.connection() as connection:
-        cursor = connection.execute(q.GRAPH_STATISTICS)
-        report.statistics = dict(zip([column.name for column in cursor.description], cursor.fetchone()))
+        report.statistics = named_row(connection.execute(q.GRAPH_STATISTICS), "the graph's statistics")
         report.top_entities = connection.execute(q.TOP_ENTITIES, {"limit": TOP_ENTITY_COUNT}).fetchall()
         report.kinds = connection.execute(q.ENTITIES_PER_KIND).fetchall()
     return report

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from pipelines.resources.embedder import Embedder
 from pipelines.errors import InputError
 from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.session import session_sql as q
+from pipelines.resources.rows import one_row
 
 DOCUMENT_PREFIX = "session:"
 _UNSAFE_FILE_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -107,7 +108,7 @@ def load_session_items(path: Path, *, database: Database, embedder: Embedder) ->
         if record.id not in stored or (not stored[record.id][2] and stored[record.id][:2] != (record.text, sorted(set(record.scopes))))
     ]
     load = SessionLoad(unchanged=len(records) - len(changed))
-    vectors = embedder.embed([record.text for record in changed]) if changed else []
+    vectors: Iterable[object] = embedder.embed([record.text for record in changed]) if changed else []
     with database.connection() as connection:
         for record, vector in zip(changed, vectors):
             connection.execute(q.UPSERT_ITEM, {
@@ -163,7 +164,7 @@ def mark_promoted(database: Database, *, older_than_hours: float) -> Promotion:
     returning them; an item whose document failed stays in working memory."""
     with database.connection() as connection:
         due = [item_id for item_id, *_ in connection.execute(q.DUE_ITEMS, {"hours": older_than_hours})]
-        young = connection.execute(q.YOUNG_ITEM_COUNT, {"hours": older_than_hours}).fetchone()[0]
+        young = one_row(connection.execute(q.YOUNG_ITEM_COUNT, {"hours": older_than_hours}), "the young items")[0]
         promoted = [
             item_id for (item_id,) in connection.execute(q.MARK_PROMOTED, {"ids": due, "prefix": DOCUMENT_PREFIX})
         ]
