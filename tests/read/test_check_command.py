@@ -129,22 +129,22 @@ def test_check_compiles_the_lanes_the_plan_leaves_off(capsys):
     assert main(["check", "--offline"]) == 0
     out = capsys.readouterr().out
     left_off = next(line for line in out.splitlines() if line.startswith("templates this plan leaves off"))
-    for template in ("communities.sql", "profile.sql", "overview.sql", "entity_catalog.sql", "facts/walk_hop.sql"):
+    for template in ("overview.sql", "entity_catalog.sql", "facts/walk_hop.sql"):
         assert template in left_off
 
 
 def test_check_fails_on_a_literal_limit_in_a_lane_the_shipped_plan_leaves_off(tmp_path, monkeypatch, capsys):
     shipped = load_config(REPOSITORY / "lanes.yaml")
-    assert not shipped.plan.communities
+    assert not shipped.plan.raptor
     copy = tmp_path / "lanes"
     shutil.copytree(LANE_TEMPLATES, copy)
-    communities = copy / "communities.sql"
-    text = communities.read_text()
+    overview = copy / "overview.sql"
+    text = overview.read_text()
     assert "LIMIT :lane_limit" in text
-    communities.write_text(text.replace("LIMIT :lane_limit", "LIMIT 10"))
+    overview.write_text(text.replace("LIMIT :lane_limit", "LIMIT 10"))
     # The shipped settings file, unchanged, reading its templates from the broken copy.
     monkeypatch.setattr(lanes_config, "LANE_TEMPLATES", copy)
     assert main(["check", "--offline", "--lanes", str(REPOSITORY / "lanes.yaml")]) == 2
     error = capsys.readouterr().err
-    assert f"lane communities: {communities}:{line_of(text, 'LIMIT :lane_limit')}: " in error
+    assert f"lane overview: {overview}:{line_of(text, 'LIMIT :lane_limit')}: " in error
     assert "literal 10 in LIMIT" in error and "maximal plan" in error
