@@ -95,6 +95,8 @@ def render_table(report: Mapping) -> str:
         f"  share of the exact nearest rows the dense rankings find (ann_search_depth {recall['ann_search_depth']}, "
         f"{recall['questions']} questions): " + ", ".join(f"{probe} {share:.3f}" for probe, share in recall["probes"].items())
     )
+    if report.get("network"):
+        lines += ["", *render_network(report["network"])]
     lines += ["", f"  index builds: HNSW {report['hnsw_build_seconds']:.1f} s, all {report['index_build_total_seconds']:.1f} s"]
     if len(report.get("sizes", [])) > 1:
         lines += ["", *render_sizes(report["sizes"])]
@@ -110,6 +112,22 @@ def render_table(report: Mapping) -> str:
     if "ingest" in report:
         lines += ["", *render_ingest(report["ingest"])]
     return "\n".join(lines)
+
+
+def render_network(hops: Sequence[Mapping]) -> list[str]:
+    """One row per round-trip time of the latency-injecting hop: each arm's p50 and the ratios."""
+    lines = [
+        "  across a hop (ms p50)   empty    find   round trips   at once   single/round trips   single/at once"
+    ]
+    for hop in hops:
+        sequential, concurrent = hop["single_vs_roundtrips"], hop["single_vs_concurrent_roundtrips"]
+        lines.append(
+            f"  rtt {hop['rtt_ms']:>4g} ms       {_ms(hop['empty_round_trip_p50_ms']):>10} {_ms(hop['find_p50_ms']):>7}"
+            f" {_ms(hop['roundtrips_p50_ms']):>13} {_ms(hop['roundtrips_concurrent_p50_ms']):>9}"
+            f"   {_x(sequential):>9} {_verdict('single_vs_roundtrips', sequential):<18}"
+            f" {_x(concurrent)} {_verdict('single_vs_concurrent_roundtrips', concurrent)}"
+        )
+    return lines
 
 
 def render_sizes(sizes: Sequence[Mapping]) -> list[str]:

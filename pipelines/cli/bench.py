@@ -12,6 +12,7 @@ from pipelines.bench.harness import (
     DEFAULT_CHUNKS,
     DEFAULT_QUERIES,
     EXPLAIN_QUERIES,
+    MAX_RTT_MS,
     STORED_QUERIES,
     WARMUP_QUERIES,
     BenchOptions,
@@ -39,6 +40,20 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def parse_rtts(text: str) -> tuple[float, ...]:
+    """`1`, `0,0.5,1,2`: round-trip times in milliseconds, comma-separated."""
+    rtts = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            rtt = float(part)
+        except ValueError:
+            rtt = -1.0
+        if not 0 <= rtt <= MAX_RTT_MS:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a round-trip time in ms (0 to {MAX_RTT_MS:g})")
+        rtts.append(rtt)
+    return tuple(dict.fromkeys(rtts))
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "bench",
@@ -60,6 +75,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", type=Path, metavar="PATH",
                         help="also measure ingest throughput per asset on this corpus (e.g. musique.json)")
     parser.add_argument("--ingest-limit", type=int, metavar="N", help="ingest only the dataset's first N passages")
+    parser.add_argument("--rtt", type=parse_rtts, metavar="MS[,MS...]",
+                        help="also time find against per-lane round trips with every connection through a "
+                        "proxy in this process that adds MS to each round trip (e.g. 0,0.5,1,2)")
     parser.add_argument("--keep", action="store_true", help="keep each size's corpus schema after the run")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse a kept corpus of the same size and seed instead of regenerating it")
@@ -95,7 +113,7 @@ def run(arguments: argparse.Namespace) -> int:
             sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
             warmup_queries=arguments.warmup, explain_queries=arguments.explain_queries,
             keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
-            ingest_limit=arguments.ingest_limit, variants=variants,
+            ingest_limit=arguments.ingest_limit, variants=variants, rtts=arguments.rtt or (),
         )
     except ValueError as error:
         raise InputError(f"lanegraph bench: {error}") from None
