@@ -143,6 +143,22 @@ def render_sizes(sizes: Sequence[Mapping]) -> list[str]:
     return lines
 
 
+def render_extraction(extraction: Mapping) -> list[str]:
+    """The extraction step against its floor, its serial share and what workers would gain."""
+    share, merge_ms = extraction["serial_share"], extraction["merge_ms_per_document"]
+    share_target, merge_target = extraction["serial_share_target"], extraction["merge_ms_per_document_target"]
+    return [
+        f"  extraction {extraction['step_seconds']:.1f} s: parse alone {extraction['parse_alone_seconds']:.1f} s "
+        f"(step / parse {_x(extraction['step_over_parse_alone'])}), extract {extraction['extract_seconds']:.1f} s, "
+        f"staging {extraction['stage_seconds']:.1f} s, lock wait {extraction['lock_wait_seconds']:.1f} s, "
+        f"merge {extraction['merge_seconds']:.1f} s",
+        f"  serial share (merge under the graph lock / step) {share:.1%} (target ≤ {share_target:.0%}: "
+        f"{'met' if share <= share_target else 'missed'}); merge {merge_ms:.2f} ms a document for resolution, "
+        f"mentions and facts (target ≤ {merge_target:g} ms: {'met' if merge_ms <= merge_target else 'missed'}); "
+        f"Amdahl speedup with {extraction['amdahl_workers']} workers {_x(extraction['amdahl_speedup'])}",
+    ]
+
+
 def render_ingest(ingest: Mapping) -> list[str]:
     lines = [
         f"  ingest: {ingest['passages']:,} passages of {ingest['dataset']} ({ingest['chunks']:,} chunks), "
@@ -165,6 +181,10 @@ def render_ingest(ingest: Mapping) -> list[str]:
         f"{one['graph_wide_seconds']:.1f} s = {_x(ingest['graph_wide_over_chunk_embeddings'])}; "
         f"full build / model alone {_x(ingest['full_build_over_model_alone'])}"
     )
+    lines.append("  each step / chunk_embeddings: " + ", ".join(
+        f"{name} {_x(value)}" for name, value in ingest["steps_over_chunk_embeddings"].items()
+    ))
+    lines += render_extraction(one["extraction"])
     share = one["share_of_full_build"]
     redone = ", ".join(
         f"{name} {figures['recomputed']} recomputed / {figures['kept']} kept ({figures['mode']})"

@@ -18,6 +18,7 @@ from pipelines.bench.harness import (
     BenchOptions,
     run_benchmark,
 )
+from pipelines.bench.ingest_arguments import add_ingest_arguments
 from pipelines.bench.load import measure_load, render_load
 from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
@@ -92,6 +93,25 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="standbys beside the primary for --clients (default 1; embedded: made and removed "
                         "for the run; with DATABASE_URL: the first R of LANEGRAPH_READ_URLS)")
     parser.set_defaults(handler=run)
+    kinds = parser.add_subparsers(title="other benchmarks", metavar="{ingest}")
+    ingest_parser = kinds.add_parser(
+        "ingest",
+        help="the write side on an evaluation dataset: every asset beside the embedding step, the "
+        "extraction against the parse alone, its serial share and the speedup workers would get",
+        description="Ingests the dataset's passages into a fresh schema (database lanegraph_bench_ingest), "
+        "builds the rest of the write side, then ingests one more passage into the built corpus.",
+    )
+    add_ingest_arguments(ingest_parser)
+    ingest_parser.set_defaults(handler=run_ingest)
+
+
+def run_ingest(arguments: argparse.Namespace) -> int:
+    # Imported here: it loads Dagster and the write side's definitions, which timing find never needs.
+    from pipelines.bench.ingest import run as measure
+
+    if not arguments.dataset.is_file():
+        raise InputError(f"lanegraph bench ingest: {arguments.dataset}: no such file")
+    return measure(arguments)
 
 
 def run(arguments: argparse.Namespace) -> int:
