@@ -116,10 +116,9 @@ def _merge_batch(database: Database, batch: _ExtractedBatch, merge_similarity: f
     with database.connection() as connection:
         with connection.transaction():
             counts, timing = merge_documents(connection, batch.staged, merge_similarity)
-            locked = timing.locked_at
         committed = time.perf_counter()
     report.documents.update(counts)
     report.stage_seconds += timing.stage_seconds
     report.lock_wait_seconds += timing.lock_wait_seconds
     # The lock is held until the commit, so the commit is merge time too.
-    report.merge_seconds += committed - locked
+    report.merge_seconds += committed - timing.locked_at
