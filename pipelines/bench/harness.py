@@ -29,6 +29,7 @@ import psycopg
 
 from pipelines.bench import planning
 from pipelines.bench.floor import EMPTY_ROUND_TRIP, FloorProbe, floor_probes
+from pipelines.bench.latency_proxy import LatencyProxy
 from pipelines.bench.loader import (
     LoadResult,
     bench_schema,
@@ -63,6 +64,8 @@ CONFINED_QUERIES = 10
 CONFINED_WARMUP_QUERIES = 2
 LANE_EXPLAIN_QUERIES = 5
 COSTLIEST_NODES = 12
+# Past cross-region round trips nothing of this comparison changes but the waiting.
+MAX_RTT_MS = 100.0
 SERVER_SETTINGS = (
     "server_version", "shared_buffers", "work_mem", "effective_cache_size", "jit",
     "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "random_page_cost",
@@ -88,12 +91,16 @@ class BenchOptions:
     schema_prefix: str = field(default="")
     # Other lanes.yaml settings (name, config), each timed as `find@<name>` beside find.
     variants: tuple[tuple[str, LanegraphConfig], ...] = ()
+    # Round-trip times (ms) of a network hop each arm is also timed across (`latency_proxy`).
+    rtts: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size < 8 for size in self.sizes):
             raise ValueError("every corpus size must be at least 8 chunks")
         if self.queries < 1 or self.queries > STORED_QUERIES:
             raise ValueError(f"--queries must be between 1 and {STORED_QUERIES}")
+        if any(not 0 <= rtt <= MAX_RTT_MS for rtt in self.rtts):
+            raise ValueError(f"every --rtt must be between 0 and {MAX_RTT_MS:g} ms")
         if self.rounds < 1 or self.warmup_queries < 0 or self.explain_queries < 1:
             raise ValueError("rounds and EXPLAIN questions must be at least 1, warm-up questions at least 0")
 
@@ -208,11 +215,14 @@ def bench_size(server_url: str, config: LanegraphConfig, chunks: int, options: B
             recall = dense_recall(database, config, statements.find, values)
             with database.connection() as connection:
                 settings = server_settings(connection)
+        network = [
+            measure_across_hop(url, config, statements, values, rtt, options, progress) for rtt in options.rtts
+        ]
     finally:
         if not (options.keep or options.reuse):
             drop_schema(server_url, schema)
     return size_report(
-        chunks, len(questions), load, latency, server, recall, {**settings, "plan": config.plan.model_dump()}
+        chunks, len(questions), load, latency, server, recall, {**settings, "plan": config.plan.model_dump()}, network
     )
 
 
@@ -336,6 +346,65 @@ def measure_latency(
     )
 
 
+ROUND_TRIP_ARMS = ("find", "roundtrips", "roundtrips_concurrent", "empty_round_trip")
+
+
+def measure_across_hop(
+    url: str,
+    config: LanegraphConfig,
+    statements: BenchStatements,
+    values: Sequence[Mapping[str, object]],
+    rtt_ms: float,
+    options: BenchOptions,
+    progress: Progress,
+) -> dict:
+    """The single statement against per-lane round trips (one after another, and all at once on a
+    connection each) with every connection through a proxy that adds `rtt_ms` to each round trip
+    (0: through the proxy, nothing added), interleaved as `measure_latency` times them."""
+    progress(f"find and per-lane round trips across a {rtt_ms:g} ms round-trip hop")
+    with (
+        LatencyProxy(url, rtt_ms) as proxy,
+        Database(proxy.url, max_size=1 + len(statements.lanes)) as database,
+        database.connection() as main,
+        ExitStack() as stack,
+        ThreadPoolExecutor(len(statements.lanes)) as workers,
+    ):
+        lane_connections = [stack.enter_context(database.connection()) for _ in statements.lanes]
+        for connection in (main, *lane_connections):
+            enter_find_settings(connection, config)
+
+        def concurrent_round_trips(query_values: Mapping[str, object]) -> list[tuple]:
+            pending = [
+                workers.submit(run_statement, connection, statement, query_values)
+                for connection, (_, statement) in zip(lane_connections, statements.lanes, strict=True)
+            ]
+            return [row for future in pending for row in future.result()]
+
+        arms: dict[str, Callable[[Mapping[str, object]], object]] = {
+            "find": lambda v: run_statement(main, statements.find, v),
+            "roundtrips": lambda v: run_round_trips(main, statements.lanes, v),
+            "roundtrips_concurrent": concurrent_round_trips,
+            "empty_round_trip": lambda v: run_statement(main, EMPTY_ROUND_TRIP, {}),
+        }
+        samples = interleaved(arms, values, rounds=options.rounds, warmup_queries=options.warmup_queries)
+        for connection in (main, *lane_connections):
+            connection.rollback()
+    return hop_report(rtt_ms, {name: Summary.of(samples[name]) for name in ROUND_TRIP_ARMS})
+
+
+def hop_report(rtt_ms: float, summaries: Mapping[str, Summary]) -> dict:
+    find, sequential, concurrent = (summaries[arm] for arm in ROUND_TRIP_ARMS[:3])
+    return {
+        "rtt_ms": rtt_ms,
+        **{f"{arm}_p50_ms": summaries[arm].p50_ms for arm in ROUND_TRIP_ARMS},
+        **{f"{arm}_p95_ms": summaries[arm].p95_ms for arm in ROUND_TRIP_ARMS},
+        "single_vs_roundtrips": ratio(find.p50_ms, sequential.p50_ms),
+        "single_vs_concurrent_roundtrips": ratio(find.p50_ms, concurrent.p50_ms),
+        "single_vs_roundtrips_p95": ratio(find.p95_ms, sequential.p95_ms),
+        "single_vs_concurrent_roundtrips_p95": ratio(find.p95_ms, concurrent.p95_ms),
+    }
+
+
 @dataclass
 class ServerSideResult:
     # plan_cache_mode -> one (planning, execution) per question; `roundtrips` sums the lanes'.
@@ -429,7 +498,7 @@ def _mode_report(timings: Sequence[planning.ServerTiming]) -> dict[str, float]:
 
 def size_report(
     chunks: int, questions: int, load: LoadResult, latency: LatencyResult, server: ServerSideResult,
-    recall: dict, environment: dict,
+    recall: dict, environment: dict, network: Sequence[dict] = (),
 ) -> dict:
     summaries = {name: Summary.of(samples) for name, samples in latency.samples.items()}
     find = summaries["find"]
@@ -497,6 +566,8 @@ def size_report(
             for lane, ms in latency.lane_samples.items()
         },
         "costliest_nodes": server.costliest,
+        # The round-trip arms again, each connection across a latency-injecting hop (`--rtt`).
+        "network": list(network),
         "planning": {
             "find": {mode: _mode_report(timings) for mode, timings in server.find.items()},
             "roundtrips": {mode: _mode_report(timings) for mode, timings in server.roundtrips.items()},

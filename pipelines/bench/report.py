@@ -95,6 +95,8 @@ def render_table(report: Mapping) -> str:
         f"  share of the exact nearest rows the dense rankings find (ann_search_depth {recall['ann_search_depth']}, "
         f"{recall['questions']} questions): " + ", ".join(f"{probe} {share:.3f}" for probe, share in recall["probes"].items())
     )
+    if report.get("network"):
+        lines += ["", *render_network(report["network"])]
     lines += ["", f"  index builds: HNSW {report['hnsw_build_seconds']:.1f} s, all {report['index_build_total_seconds']:.1f} s"]
     if len(report.get("sizes", [])) > 1:
         lines += ["", *render_sizes(report["sizes"])]
@@ -112,6 +114,22 @@ def render_table(report: Mapping) -> str:
     return "\n".join(lines)
 
 
+def render_network(hops: Sequence[Mapping]) -> list[str]:
+    """One row per round-trip time of the latency-injecting hop: each arm's p50 and the ratios."""
+    lines = [
+        "  across a hop (ms p50)   empty    find   round trips   at once   single/round trips   single/at once"
+    ]
+    for hop in hops:
+        sequential, concurrent = hop["single_vs_roundtrips"], hop["single_vs_concurrent_roundtrips"]
+        lines.append(
+            f"  rtt {hop['rtt_ms']:>4g} ms       {_ms(hop['empty_round_trip_p50_ms']):>10} {_ms(hop['find_p50_ms']):>7}"
+            f" {_ms(hop['roundtrips_p50_ms']):>13} {_ms(hop['roundtrips_concurrent_p50_ms']):>9}"
+            f"   {_x(sequential):>9} {_verdict('single_vs_roundtrips', sequential):<18}"
+            f" {_x(concurrent)} {_verdict('single_vs_concurrent_roundtrips', concurrent)}"
+        )
+    return lines
+
+
 def render_sizes(sizes: Sequence[Mapping]) -> list[str]:
     """One row per corpus size: what loading it cost and what find and its floor cost on it."""
     lines = ["      chunks    load s   index s    HNSW s   find p50 / p95   floor p50   find/floor   chunk recall"]
@@ -123,6 +141,22 @@ def render_sizes(sizes: Sequence[Mapping]) -> list[str]:
             f"   {size['dense_recall']['probes'].get('dense_chunk', math.nan):>12.3f}"
         )
     return lines
+
+
+def render_extraction(extraction: Mapping) -> list[str]:
+    """The extraction step against its floor, its serial share and what workers would gain."""
+    share, merge_ms = extraction["serial_share"], extraction["merge_ms_per_document"]
+    share_target, merge_target = extraction["serial_share_target"], extraction["merge_ms_per_document_target"]
+    return [
+        f"  extraction {extraction['step_seconds']:.1f} s: parse alone {extraction['parse_alone_seconds']:.1f} s "
+        f"(step / parse {_x(extraction['step_over_parse_alone'])}), extract {extraction['extract_seconds']:.1f} s, "
+        f"staging {extraction['stage_seconds']:.1f} s, lock wait {extraction['lock_wait_seconds']:.1f} s, "
+        f"merge {extraction['merge_seconds']:.1f} s",
+        f"  serial share (merge under the graph lock / step) {share:.1%} (target ≤ {share_target:.0%}: "
+        f"{'met' if share <= share_target else 'missed'}); merge {merge_ms:.2f} ms a document for resolution, "
+        f"mentions and facts (target ≤ {merge_target:g} ms: {'met' if merge_ms <= merge_target else 'missed'}); "
+        f"Amdahl speedup with {extraction['amdahl_workers']} workers {_x(extraction['amdahl_speedup'])}",
+    ]
 
 
 def render_ingest(ingest: Mapping) -> list[str]:
@@ -147,6 +181,10 @@ def render_ingest(ingest: Mapping) -> list[str]:
         f"{one['graph_wide_seconds']:.1f} s = {_x(ingest['graph_wide_over_chunk_embeddings'])}; "
         f"full build / model alone {_x(ingest['full_build_over_model_alone'])}"
     )
+    lines.append("  each step / chunk_embeddings: " + ", ".join(
+        f"{name} {_x(value)}" for name, value in ingest["steps_over_chunk_embeddings"].items()
+    ))
+    lines += render_extraction(one["extraction"])
     share = one["share_of_full_build"]
     redone = ", ".join(
         f"{name} {figures['recomputed']} recomputed / {figures['kept']} kept ({figures['mode']})"

@@ -12,11 +12,13 @@ from pipelines.bench.harness import (
     DEFAULT_CHUNKS,
     DEFAULT_QUERIES,
     EXPLAIN_QUERIES,
+    MAX_RTT_MS,
     STORED_QUERIES,
     WARMUP_QUERIES,
     BenchOptions,
     run_benchmark,
 )
+from pipelines.bench.ingest_arguments import add_ingest_arguments
 from pipelines.bench.load import measure_load, render_load
 from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
@@ -37,6 +39,20 @@ def parse_sizes(text: str) -> tuple[int, ...]:
             raise argparse.ArgumentTypeError(f"{part!r} is not a corpus size (e.g. 2000, 10k, 1M; at least 8)")
         sizes.append(int(digits) * multiplier)
     return tuple(sizes)
+
+
+def parse_rtts(text: str) -> tuple[float, ...]:
+    """`1`, `0,0.5,1,2`: round-trip times in milliseconds, comma-separated."""
+    rtts = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            rtt = float(part)
+        except ValueError:
+            rtt = -1.0
+        if not 0 <= rtt <= MAX_RTT_MS:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a round-trip time in ms (0 to {MAX_RTT_MS:g})")
+        rtts.append(rtt)
+    return tuple(dict.fromkeys(rtts))
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -60,6 +76,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", type=Path, metavar="PATH",
                         help="also measure ingest throughput per asset on this corpus (e.g. musique.json)")
     parser.add_argument("--ingest-limit", type=int, metavar="N", help="ingest only the dataset's first N passages")
+    parser.add_argument("--rtt", type=parse_rtts, metavar="MS[,MS...]",
+                        help="also time find against per-lane round trips with every connection through a "
+                        "proxy in this process that adds MS to each round trip (e.g. 0,0.5,1,2)")
     parser.add_argument("--keep", action="store_true", help="keep each size's corpus schema after the run")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse a kept corpus of the same size and seed instead of regenerating it")
@@ -74,6 +93,25 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="standbys beside the primary for --clients (default 1; embedded: made and removed "
                         "for the run; with DATABASE_URL: the first R of LANEGRAPH_READ_URLS)")
     parser.set_defaults(handler=run)
+    kinds = parser.add_subparsers(title="other benchmarks", metavar="{ingest}")
+    ingest_parser = kinds.add_parser(
+        "ingest",
+        help="the write side on an evaluation dataset: every asset beside the embedding step, the "
+        "extraction against the parse alone, its serial share and the speedup workers would get",
+        description="Ingests the dataset's passages into a fresh schema (database lanegraph_bench_ingest), "
+        "builds the rest of the write side, then ingests one more passage into the built corpus.",
+    )
+    add_ingest_arguments(ingest_parser)
+    ingest_parser.set_defaults(handler=run_ingest)
+
+
+def run_ingest(arguments: argparse.Namespace) -> int:
+    # Imported here: it loads Dagster and the write side's definitions, which timing find never needs.
+    from pipelines.bench.ingest import run as measure
+
+    if not arguments.dataset.is_file():
+        raise InputError(f"lanegraph bench ingest: {arguments.dataset}: no such file")
+    return measure(arguments)
 
 
 def run(arguments: argparse.Namespace) -> int:
@@ -95,7 +133,7 @@ def run(arguments: argparse.Namespace) -> int:
             sizes=sizes, queries=arguments.queries, rounds=arguments.rounds, seed=arguments.seed,
             warmup_queries=arguments.warmup, explain_queries=arguments.explain_queries,
             keep=arguments.keep, reuse=arguments.reuse, dataset=arguments.dataset,
-            ingest_limit=arguments.ingest_limit, variants=variants,
+            ingest_limit=arguments.ingest_limit, variants=variants, rtts=arguments.rtt or (),
         )
     except ValueError as error:
         raise InputError(f"lanegraph bench: {error}") from None

@@ -5,6 +5,7 @@ Nothing here asserts a latency: timings depend on the machine. Only the report's
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import uuid
@@ -16,7 +17,7 @@ from pipelines.bench.floor import floor_probes
 from pipelines.bench.harness import BenchOptions, run_benchmark
 from pipelines.bench.report import render_table, write_json
 from pipelines.cli import main
-from pipelines.cli.bench import parse_sizes
+from pipelines.cli.bench import parse_rtts, parse_sizes
 from pipelines.config import load_config
 from pipelines.read.compiler import compile_find
 from tests import REPOSITORY
@@ -37,7 +38,7 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     without_bridges = config.model_copy(update={"plan": config.plan.model_copy(update={"bridges": False})})
     options = BenchOptions(
         sizes=(120, 200), queries=5, explain_queries=3, schema_prefix=prefix,
-        variants=(("no_bridges", without_bridges),),
+        variants=(("no_bridges", without_bridges),), rtts=(0.0, 1.0),
     )
     report = run_benchmark(server_url, config, options)
     output = tmp_path / "report.json"
@@ -77,7 +78,16 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
     variant = written["variants"]["no_bridges"]
     assert variant["p50_ms"] > 0 and variant["vs_find"] == pytest.approx(variant["p50_ms"] / written["find_p50_ms"])
     assert written["latency"]["find@no_bridges"]["samples"] == written["latency"]["find"]["samples"]
+    # The round-trip arms again across the hop, once per round-trip time, every question each.
+    assert [hop["rtt_ms"] for hop in written["network"]] == [0.0, 1.0]
+    for hop in written["network"]:
+        for arm in ("find", "roundtrips", "roundtrips_concurrent", "empty_round_trip"):
+            assert hop[f"{arm}_p50_ms"] > 0, arm
+        assert hop["single_vs_roundtrips"] == pytest.approx(hop["find_p50_ms"] / hop["roundtrips_p50_ms"])
+    # A 1 ms hop costs every round trip at least its millisecond.
+    assert written["network"][1]["empty_round_trip_p50_ms"] >= 1.0
     rendered = render_table(written)
+    assert "rtt    1 ms" in rendered
     assert "find, one statement" in rendered and "no_bridges settings" in rendered
     assert "120 → 200 chunks: find p50" in rendered and "load s" in rendered
     with connect(server_url, autocommit=True) as connection:
@@ -85,6 +95,13 @@ def test_tiny_benchmark_writes_a_well_formed_report(server_url: str, tmp_path: P
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
         ).fetchone()[0]
     assert left == 0, "the benchmark drops its corpus schemas unless asked to keep them"
+
+
+def test_round_trip_times_are_milliseconds_from_0_up() -> None:
+    assert parse_rtts("0,0.5,1,2") == (0.0, 0.5, 1.0, 2.0)
+    for wrong in ("-1", "fast", "1000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_rtts(wrong)
 
 
 def test_sizes_take_k_and_m_suffixes() -> None:

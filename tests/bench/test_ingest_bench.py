@@ -11,12 +11,13 @@ import pytest
 
 from pipelines.bench.ingest import REBUILDING, main
 from pipelines.bench.report import render_ingest
+from pipelines.cli import main as cli
 from pipelines.evaluation.demo_dataset import write_demo_dataset
 
 
 def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server_url: str, tmp_path: Path) -> None:
     dataset = write_demo_dataset(tmp_path / "demo.json")
-    assert main([str(dataset), "--limit", "6", "--json", str(tmp_path / "ingest.json")]) == 0
+    assert cli(["bench", "ingest", str(dataset), "--limit", "6", "--json", str(tmp_path / "ingest.json")]) == 0
     report = json.loads((tmp_path / "ingest.json").read_text())
     assert report["passages"] == 5 and report["end_to_end_seconds"] > 0
     one = report["one_document"]
@@ -36,7 +37,17 @@ def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server
     assert report["full_build_over_chunk_embeddings"] == pytest.approx(one["full_build_seconds"] / chunk_embeddings, abs=0.01)
     assert report["graph_wide_over_chunk_embeddings"] == pytest.approx(one["graph_wide_seconds"] / chunk_embeddings, abs=0.01)
     assert report["full_build_over_model_alone"] > 0 and report["full_build_target_over_chunk_embeddings"] == 2
+    # Every step beside the embedding step; the extraction against the parse alone, its serial part.
+    assert set(report["steps_over_chunk_embeddings"]) >= {"documents", "entities_and_facts", "raptor_levels"}
+    extraction = one["extraction"]
+    assert extraction["parse_alone_seconds"] > 0 and extraction["merge_seconds"] > 0
+    assert extraction["serial_share"] == pytest.approx(
+        extraction["merge_seconds"] / extraction["step_seconds"], abs=0.01 / extraction["step_seconds"] + 1e-4
+    )
+    assert 1 <= extraction["amdahl_speedup"] <= extraction["amdahl_workers"]
+    assert extraction["merge_ms_per_document"] > 0
     rendered = render_ingest(report)
+    assert any(line.startswith("  serial share (merge under the graph lock / step) ") for line in rendered)
     assert any(line.startswith("  one more document into the built corpus: ") for line in rendered)
     assert any(line.startswith("  full build ") for line in rendered)
 

@@ -9,7 +9,7 @@ import pytest
 from pipelines.resources.database import Database
 from pipelines.write.extraction.extraction import extract_documents
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, Mention
-from pipelines.write.extraction.extraction_store import canonical_mentions, entity_id, write_document_extraction
+from pipelines.write.extraction.extraction_store import canonical_mentions, entity_id, merge_documents, stage_document
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 from tests.write.corpus import retract_document, seed_documents
 
@@ -181,5 +181,6 @@ def test_writing_an_extraction_puts_back_the_callers_own_sequential_scan_setting
     with database.connection() as connection, connection.transaction():
         chunk_id, scopes = connection.execute("SELECT c.id, d.scopes FROM chunk c JOIN document d ON d.id = c.document_id").fetchone()
         connection.execute("SET LOCAL enable_seqscan = off")
-        write_document_extraction(connection, "a.md", scopes, [ChunkExtraction(chunk_id, mentions=[mention])], MERGE_SIMILARITY)
+        staged = stage_document("a.md", scopes, [ChunkExtraction(chunk_id, mentions=[mention])])
+        merge_documents(connection, [staged], MERGE_SIMILARITY)
         assert connection.execute("SHOW enable_seqscan").fetchone() == ("off",)

@@ -1,8 +1,11 @@
-"""Writes one document's extraction into the graph: resolve entities, replace facts, supersede states.
+"""Writes documents' extractions into the graph: each document is staged (its canonical names,
+mentions and facts, made without a lock), then a batch of staged documents is merged in one
+transaction and one round trip under the graph write lock: entities resolved, facts replaced,
+states superseded, one document after another (migration 0110).
 
-Run per document inside one transaction, so a document's facts are either all replaced or not at
-all. Re-running an unchanged document changes nothing: identical believed statements are kept
-(the unique index absorbs the insert), and only statements the document no longer makes are closed.
+A batch's facts are either all replaced or not at all. Re-running an unchanged document changes
+nothing: identical believed statements are kept (the unique index absorbs the insert), and only
+statements the document no longer makes are closed.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ import hashlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 
 import psycopg
 
 from pipelines.write.extraction import extraction_sql as q
-from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
+from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, Mention
 from pipelines.write.extraction.ontology import (
     ENTITY_KINDS, ROLE_HINT_WEIGHT, normalize_entity_name, project_alias_key,
 )
@@ -51,13 +55,6 @@ def entity_id(kind: str, normalized_name: str, scopes: Sequence[str] = ()) -> st
     if scopes:
         key += "\x1e" + "\x1f".join(sorted(scopes))
     return "e-" + hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def fact_base_id(fact: ExtractedFact, subject_id: str, object_id: str | None, chunk_id: str) -> str:
-    key = "\x1f".join(
-        [fact.statement.lower(), subject_id, fact.predicate, object_id or "", fact.object_value or "", chunk_id]
-    )
-    return "f-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
 def canonical_mentions(
@@ -122,7 +119,7 @@ def _same_entity_names(
 
 
 def _day_start(day: date | None) -> datetime | None:
-    return datetime.combine(day, time.min, tzinfo=UTC) if day else None
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC) if day else None
 
 
 @dataclass
@@ -137,167 +134,106 @@ class DocumentCounts:
     retracted: bool = False
 
 
-def _resolve_entities(
-    connection: psycopg.Connection, canonical: dict[str, Mention], scopes: list[str], counts: DocumentCounts
-) -> dict[str, str]:
-    """normalised name -> entity id among the entities of the document's scope set, creating
-    entities and recording aliases as needed."""
-    distinct = {mention.normalized_name: mention for mention in canonical.values()}
-    by_canonical: dict[str, str] = {}
-    aliases: set[tuple[str, str]] = set()
-    new: list[Mention] = []
-    (setting_before,) = connection.execute(q.SEQUENTIAL_SCANS).fetchone()
-    connection.execute(q.SET_SEQUENTIAL_SCANS, {"setting": "off"})
-    matches = connection.execute(
-        q.RESOLVE_MENTIONS,
-        {"normalized": list(distinct), "kinds": [mention.kind for mention in distinct.values()], "scopes": scopes},
-    ).fetchall()
-    connection.execute(q.SET_SEQUENTIAL_SCANS, {"setting": setting_before})
-    for normalized, found, via_alias in matches:
-        if found is None:
-            new.append(distinct[normalized])
-        elif via_alias:
-            aliases.add((found, normalized))
-        by_canonical[normalized] = found
-    if new:
-        by_canonical.update(connection.execute(q.INSERT_ENTITIES, {
-            "ids": [entity_id(mention.kind, mention.normalized_name, scopes) for mention in new],
-            "names": [mention.name for mention in new],
-            "kinds": [mention.kind for mention in new],
-            "normalized": [mention.normalized_name for mention in new],
-            "scopes": scopes,
-        }).fetchall())
-        counts.entities_created += len(new)
-    resolved = {name: by_canonical[mention.normalized_name] for name, mention in canonical.items()}
-    aliases.update((resolved[name], name) for name, mention in canonical.items() if name != mention.normalized_name)
-    if aliases:
-        found_ids, alias_names = zip(*sorted(aliases))
-        connection.execute(q.ADD_ALIASES, {"ids": list(found_ids), "aliases": list(alias_names)})
-    ids = sorted(set(resolved.values()))
-    for loser, winner in connection.execute(q.PROJECT_SHORT_NAMES, {"ids": ids}).fetchall():
-        merge_entities(connection, loser, winner)
-        counts.entities_merged += 1
-        resolved = {name: winner if found == loser else found for name, found in resolved.items()}
-    return resolved
+@dataclass
+class StagedDocument:
+    """One document's extraction as the merge reads it: names, not entity ids, which only the merge
+    (under the graph write lock, against the entities the documents before it created) resolves.
+    Made without the lock or the database; each list holds rows of one staged table
+    (migration 0110)."""
+
+    document_id: str
+    scopes: list[str]
+    retracted: bool = False
+    names: list[tuple] = field(default_factory=list)
+    entities: list[tuple] = field(default_factory=list)
+    mentions: list[tuple] = field(default_factory=list)
+    facts: list[tuple] = field(default_factory=list)
 
 
-def merge_entities(connection: psycopg.Connection, loser: str, winner: str) -> None:
-    """Fold `loser` into `winner`: its facts, mentions, name (as an alias) and scopes move over."""
-    parameters = {"loser": loser, "winner": winner}
-    for statement in (
-        q.MERGE_CLOSE_DUPLICATES, q.MERGE_FACT_SUBJECTS, q.MERGE_FACT_OBJECTS, q.MERGE_MENTIONS,
-        q.MERGE_ENTITY, q.DELETE_ENTITY,
-    ):
-        connection.execute(statement, parameters)
-
-
-def _write_mentions(
-    connection: psycopg.Connection, document_id: str, scopes: list[str],
-    extractions: Sequence[ChunkExtraction], resolved: dict[str, str],
-) -> int:
-    tally: Counter = Counter()
-    for extraction in extractions:
-        for mention in extraction.mentions:
-            tally[(resolved[mention.normalized_name], extraction.chunk_id, mention.name, mention.kind)] += 1
-        for hint in extraction.kind_hints:
-            if hint.normalized_name in resolved:
-                tally[(resolved[hint.normalized_name], extraction.chunk_id, hint.name, hint.kind)] += ROLE_HINT_WEIGHT
-    connection.execute(q.REPLACE_DOCUMENT_MENTIONS, {"document_id": document_id})
-    with connection.cursor().copy(
-        "COPY entity_mention (entity_id, chunk_id, document_id, name, kind, mentions, scopes) FROM STDIN"
-    ) as copy:
-        for (entity, chunk_id, name, kind), mentions in sorted(tally.items()):
-            copy.write_row((entity, chunk_id, document_id, name, kind, mentions, scopes))
-    return sum(tally.values())
-
-
-# The columns of a row of _staged_fact_rows, as STATED_FACTS names their arrays.
-FACT_COLUMNS = (
-    "ids", "subject_ids", "predicates", "object_ids", "object_values", "statements", "source_chunk_ids",
-    "valid_froms", "valid_tos",
-)
-
-
-def _staged_fact_rows(
-    extractions: Sequence[ChunkExtraction], resolved: dict[str, str]
-) -> list[tuple]:
-    """Fact rows, one per key of the unique index (which ignores object_value, so of two values
-    one sentence gives the same subject and predicate the first is kept). A sentence repeated by
-    overlapping chunks counts once, from the first chunk that holds it."""
-    rows: dict[tuple, tuple] = {}
-    for extraction in extractions:
-        for fact in extraction.facts:
-            subject_id = resolved[fact.subject.normalized_name]
-            object_id = resolved[fact.object.normalized_name] if fact.object else None
-            key = (fact.statement.lower(), subject_id, fact.predicate, object_id or "")
-            if subject_id == object_id or key in rows:
-                continue
-            rows[key] = (
-                fact_base_id(fact, subject_id, object_id, extraction.chunk_id), subject_id, fact.predicate,
-                object_id, fact.object_value, fact.statement, extraction.chunk_id,
-                _day_start(fact.valid_from), _day_start(fact.valid_to),
-            )
-    return list(rows.values())
-
-
-def _supersede(connection: psycopg.Connection, staged: list[tuple]) -> int:
-    groups = set()
-    for _, subject_id, predicate, object_id, *_ in staged:
-        side = functional_side(predicate)
-        if side == "subject":
-            groups.add((side, subject_id, predicate))
-        elif side == "object" and object_id:
-            groups.add((side, object_id, predicate))
-    if not groups:
-        return 0
-    sides, keys, predicates = (list(column) for column in zip(*sorted(groups)))
-    superseded = connection.execute(
-        q.SUPERSEDED_FACTS, {"sides": sides, "keys": keys, "predicates": predicates}
-    ).fetchall()
-    if not superseded:
-        return 0
-    ids = [fact_id for fact_id, _ in superseded]
-    connection.execute(q.CLOSE_FACTS, {"ids": ids})
-    connection.execute(q.RERECORD_WITH_END, {"ids": ids, "ends": [end for _, end in superseded]})
-    return len(ids)
-
-
-def write_document_extraction(
-    connection: psycopg.Connection,
-    document_id: str,
-    scopes: list[str],
-    extractions: Sequence[ChunkExtraction],
-    merge_similarity: float,
-) -> DocumentCounts:
-    """Replace the document's mentions and facts with this extraction; call inside a transaction."""
-    counts = DocumentCounts()
-    connection.execute(q.GRAPH_WRITE_LOCK)
-    connection.execute(q.SET_SIMILARITY_THRESHOLD, {"threshold": str(merge_similarity)})
+def stage_document(document_id: str, scopes: list[str], extractions: Sequence[ChunkExtraction]) -> StagedDocument:
+    """The document's canonical names (`canonical_mentions`), the entity each stands for, its
+    mentions tallied per name, and its facts in order, each with the functional side of its predicate."""
     canonical = canonical_mentions(
         [m for e in extractions for m in e.mentions]
         + [m for e in extractions for f in e.facts for m in (f.subject, f.object) if m is not None],
         [hint for e in extractions for hint in e.kind_hints],
         [alias for e in extractions for alias in e.aliases],
     )
-    resolved = _resolve_entities(connection, canonical, scopes, counts) if canonical else {}
-    counts.mentions = _write_mentions(connection, document_id, scopes, extractions, resolved)
-    staged = _staged_fact_rows(extractions, resolved)
-    counts.facts_stated = len(staged)
-    stated = {column: [row[index] for row in staged] for index, column in enumerate(FACT_COLUMNS)}
-    counts.facts_closed = connection.execute(q.CLOSE_UNSTATED_FACTS, {**stated, "document_id": document_id}).rowcount
-    counts.facts_inserted = connection.execute(
-        q.INSERT_STATED_FACTS, {**stated, "document_id": document_id, "scopes": scopes}
-    ).rowcount
-    counts.facts_superseded = _supersede(connection, staged)
-    return counts
+    distinct = {mention.normalized_name: mention for mention in canonical.values()}
+    tally: Counter = Counter()
+    for extraction in extractions:
+        for mention in extraction.mentions:
+            tally[(mention.normalized_name, extraction.chunk_id, mention.name, mention.kind)] += 1
+        for hint in extraction.kind_hints:
+            if hint.normalized_name in canonical:
+                tally[(hint.normalized_name, extraction.chunk_id, hint.name, hint.kind)] += ROLE_HINT_WEIGHT
+    facts = [
+        (
+            document_id, ordinal, fact.statement, fact.statement.lower(), fact.subject.normalized_name,
+            fact.predicate, fact.object.normalized_name if fact.object else None, fact.object_value,
+            chunk_id, _day_start(fact.valid_from), _day_start(fact.valid_to), functional_side(fact.predicate),
+        )
+        for ordinal, (chunk_id, fact) in enumerate((e.chunk_id, f) for e in extractions for f in e.facts)
+    ]
+    return StagedDocument(
+        document_id, scopes,
+        names=[(document_id, name, mention.normalized_name) for name, mention in canonical.items()],
+        entities=[
+            (document_id, normalized, mention.kind, mention.name, entity_id(mention.kind, normalized, scopes))
+            for normalized, mention in distinct.items()
+        ],
+        mentions=[(document_id, *key, count) for key, count in tally.items()],
+        facts=facts,
+    )
 
 
-def retract_document_extraction(connection: psycopg.Connection, document_id: str) -> DocumentCounts:
+def stage_retraction(document_id: str, scopes: list[str]) -> StagedDocument:
     """A retracted or emptied document stops stating anything: its facts close, its mentions go."""
+    return StagedDocument(document_id, scopes, retracted=True)
+
+
+@dataclass(frozen=True)
+class MergeTiming:
+    """Where a merge's time went: copying the staged rows, waiting for the graph write lock, and
+    when it was taken (`time.perf_counter`), as the lock is held until the caller commits."""
+
+    stage_seconds: float
+    lock_wait_seconds: float
+    locked_at: float
+
+
+def merge_documents(
+    connection: psycopg.Connection, documents: Sequence[StagedDocument], merge_similarity: float
+) -> tuple[dict[str, DocumentCounts], MergeTiming]:
+    """Write the staged documents into the graph, in order, inside the caller's transaction: the
+    rows are copied into the session's staging tables first, then the graph write lock is taken
+    for one call of the merge function (migration 0110) and held until the caller commits."""
+    started = time.perf_counter()
+    connection.execute(q.CREATE_STAGING_TABLES)
+    cursor = connection.cursor()
+    for table, rows in (
+        ("lanegraph_staged_document", [(i, d.document_id, d.scopes, d.retracted) for i, d in enumerate(documents)]),
+        ("lanegraph_staged_name", [row for d in documents for row in d.names]),
+        ("lanegraph_staged_entity", [row for d in documents for row in d.entities]),
+        ("lanegraph_staged_mention", [row for d in documents for row in d.mentions]),
+        ("lanegraph_staged_fact", [row for d in documents for row in d.facts]),
+    ):
+        with cursor.copy(q.COPY_STAGED.format(table=table)) as copy:
+            for row in rows:
+                copy.write_row(row)
+    connection.execute(q.ANALYZE_STAGING_TABLES)
+    staged = time.perf_counter()
     connection.execute(q.GRAPH_WRITE_LOCK)
-    closed = connection.execute(q.CLOSE_DOCUMENT_FACTS, {"document_id": document_id}).rowcount
-    connection.execute(q.REPLACE_DOCUMENT_MENTIONS, {"document_id": document_id})
-    return DocumentCounts(facts_closed=closed, retracted=True)
+    locked = time.perf_counter()
+    counts = {
+        document_id: DocumentCounts(
+            mentions=int(mentions), entities_created=created, entities_merged=merged, facts_stated=stated,
+            facts_inserted=inserted, facts_closed=closed, facts_superseded=superseded, retracted=retracted,
+        )
+        for document_id, mentions, created, merged, stated, inserted, closed, superseded, retracted in
+        connection.execute(q.MERGE_STAGED, {"threshold": str(merge_similarity)})
+    }
+    return counts, MergeTiming(staged - started, locked - staged, locked)
 
 
 def chunk_texts(rows: Iterable[tuple[str, str, str, str, str, str, str, date | None]]) -> dict[str, list[ChunkText]]:
