@@ -288,6 +288,28 @@ def create_app(service: Service, *, mcp: bool = True, owns_service: bool = False
             service.remember, token, body.text, created_at=body.created_at, item_id=body.id, scopes=body.scopes
         )
 
+    @app.post(
+        "/documents", status_code=202,
+        summary="JSONL records (id, title, text, uri, observed_at, expires_at, scopes), ingested as a background job",
+        openapi_extra={"requestBody": {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}, "required": True}},
+    )
+    async def documents(request: Request, token: Annotated[ApiToken, Depends(caller)]) -> JSONResponse:
+        if service.jobs is None:
+            return JSONResponse({"detail": "this server takes no documents"}, status_code=501)
+        try:
+            body = (await request.body()).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"the body is not UTF-8 (byte {error.start})") from None
+        job = await blocking(service.jobs.submit, token, body)
+        return JSONResponse(job, status_code=202, headers={"Location": f"/jobs/{job['id']}"})
+
+    @app.get("/jobs/{job_id}", summary="an ingest job's state and, once done, its report")
+    async def job(job_id: str, token: Annotated[ApiToken, Depends(caller)]) -> JSONResponse:
+        found = await blocking(service.jobs.get, token, job_id) if service.jobs is not None else None
+        if found is None:
+            return JSONResponse({"detail": f"no job {job_id!r} of this token"}, status_code=404)
+        return JSONResponse(found)
+
     if mounted is not None:
         app.mount("/", BearerOnly(mounted, service, MCP_PATH))
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)

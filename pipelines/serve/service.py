@@ -20,7 +20,7 @@ import psycopg
 import pydantic
 from psycopg_pool import PoolTimeout
 
-from pipelines.config import LanegraphConfig, ServeSettings, load_config
+from pipelines.config import LanegraphConfig, ServeSettings, data_dir, load_config
 from pipelines.errors import DatabaseError, InputError, first_line_of
 from pipelines.read.access import record_access_or_say
 from pipelines.read.find import find
@@ -28,6 +28,7 @@ from pipelines.resources.database import Database, open_database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.migrations import check_standby_schema
 from pipelines.resources.read_servers import ReadServers
+from pipelines.serve.jobs import Jobs, ingest_with_runner
 from pipelines.serve.tokens import ApiToken, TokenVerifier
 from pipelines.write.session.session import SessionItemRecord, remember_item
 
@@ -35,6 +36,8 @@ from pipelines.write.session.session import SessionItemRecord, remember_item
 # failover, a full pool. The caller should retry; HTTP says 503 with Retry-After.
 UNAVAILABLE = (DatabaseError, psycopg.OperationalError, PoolTimeout)
 DEFAULT_PRESET = "default"
+# Where POST /documents keeps each job's records (under the data directory), one JSONL file a job.
+API_INBOX = "api-inbox"
 # `lanegraph serve --pool-size`, handed to every worker process.
 POOL_SIZE_ENV = "LANEGRAPH_SERVE_POOL_SIZE"
 
@@ -68,6 +71,7 @@ class Service:
         reads: ReadServers | None = None,
         embedder: Embedder | None = None,
         presets: Mapping[str, LanegraphConfig] | None = None,
+        jobs: Jobs | None = None,
     ) -> None:
         self.database = database
         self.config = config
@@ -75,6 +79,8 @@ class Service:
         self.embedder = embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
         self.presets = {DEFAULT_PRESET: config, **(presets or {})}
         self.tokens = TokenVerifier(database)
+        # None: this server takes no documents (POST /documents answers 501).
+        self.jobs = jobs
 
     @classmethod
     def open(cls, config_path: Path | None = None, *, presets: Mapping[str, Path] | None = None) -> Service:
@@ -92,7 +98,8 @@ class Service:
             if preset.pipeline.embedding != config.pipeline.embedding:
                 raise InputError(f"--preset {name}: its pipeline.embedding differs from the served lanes.yaml's")
         reads = ReadServers.from_environment(database, pool_size=settings.pool_size)
-        service = cls(database, config, reads=reads, presets=loaded)
+        jobs = Jobs(database, data_dir() / API_INBOX, ingest_with_runner(url))
+        service = cls(database, config, reads=reads, presets=loaded, jobs=jobs)
         # Load the model now, not on the first request.
         service.embedder.embed_questions(["warm up"])
         return service
@@ -102,6 +109,8 @@ class Service:
         return self.config.serve
 
     def close(self) -> None:
+        if self.jobs is not None:
+            self.jobs.close()
         if self.reads is not None:
             self.reads.close()
         self.database.close()

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from pipelines.config import LanegraphConfig
 from pipelines.resources.database import Database
 from pipelines.serve.app import create_app
+from pipelines.serve.jobs import Jobs, ingest_with_runner
 from pipelines.serve.service import Service
 from pipelines.serve.tokens import create_token
 from tests.read.conftest import plant_world
@@ -71,11 +72,13 @@ def serve_config() -> LanegraphConfig:
 
 
 @pytest.fixture(scope="module")
-def served(make_database, serve_config: LanegraphConfig) -> Iterator[Served]:  # type: ignore[no-untyped-def]
+def served(make_database, serve_config: LanegraphConfig, tmp_path_factory) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     database = plant_world(make_database())
-    service = Service(database, serve_config, embedder=EMBEDDER)
+    jobs = Jobs(database, tmp_path_factory.mktemp("api-inbox"), ingest_with_runner(database.url))
+    service = Service(database, serve_config, embedder=EMBEDDER, jobs=jobs)
     owner = create_token(database, "owner", None)[1]
     tenant_a = create_token(database, "tenant a", ["tenant-a"])[1]
     tenant_b = create_token(database, "tenant b", ["tenant-b"])[1]
     with RunningServer(create_app(service)) as running:
         yield Served(running.url, database, owner, tenant_a, tenant_b)
+    jobs.close()

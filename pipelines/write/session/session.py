@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pydantic
 
 from pipelines.config import data_dir
@@ -125,6 +126,13 @@ def load_session_items(path: Path, *, database: Database, embedder: Embedder) ->
 CALLER_ID_PREFIX = "SELECT lanegraph_caller_id_prefix()"
 
 
+def caller_id_prefix(connection: psycopg.Connection) -> str:
+    """The prefix every id a confined writer writes must start with (0052_writer_id_prefix.sql)."""
+    row = connection.execute(CALLER_ID_PREFIX).fetchone()
+    assert row is not None and row[0] is not None, "a confined writer's signed scopes give it a prefix"
+    return row[0]
+
+
 @dataclass(frozen=True)
 class RememberedItem:
     id: str
@@ -156,7 +164,7 @@ def remember_item(
             raise InputError("scopes: a caller with scopes writes items under at least one of them; public items are the owner's")
     vector = embedder.embed([record.text])[0]
     with database.connection(caller_scopes, role=ScopedRole.WRITER) as connection:
-        prefix = connection.execute(CALLER_ID_PREFIX).fetchone()[0] if caller_scopes is not None else ""
+        prefix = caller_id_prefix(connection) if caller_scopes is not None else ""
         item_id = record.id if record.id.startswith(prefix) else prefix + record.id
         existed = connection.execute(q.STORED_ITEMS, {"ids": [item_id]}).fetchone() is not None
         written = connection.execute(q.REMEMBER_ITEM, {
