@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from pipelines.cli import COMMAND_HELP
 from pipelines.resources.database import open_database
@@ -40,8 +41,10 @@ def run_create(arguments: argparse.Namespace) -> int:
     if arguments.json:
         print(json.dumps({**token.to_json(), "secret": secret}, indent=2))
     else:
+        # The secret alone on stdout, so `TOKEN=$(lanegraph token create ...)` captures just it.
         print(secret)
-        print(f"token {token.id} ({token.name}): {token.describe_scopes()}; the secret above is not stored, keep it now")
+        print(f"token {token.id} ({token.name}): {token.describe_scopes()}; the secret is not stored, keep it now",
+              file=sys.stderr)
     return 0
 
 
