@@ -134,9 +134,29 @@ class PipelineSettings(StrictModel):
     session: SessionSettings = SessionSettings()
 
 
+class ServeSettings(StrictModel):
+    """`lanegraph serve`: where it listens and what one request may ask of it."""
+
+    # Loopback by default: a server reachable from elsewhere is a deliberate choice (--host).
+    host: str = "127.0.0.1"
+    port: int = Field(default=8710, ge=0, le=65535)
+    # Connections to the primary: owner connections (tokens, readiness) and, as many again at most,
+    # confined ones kept per caller's scopes; each read server gets the same. Find holds one for a
+    # statement's length, so this bounds the finds the database runs at once.
+    pool_size: int = Field(default=8, ge=1, le=1000)
+    # A request still running after this many seconds is answered 504, and its statement cancelled
+    # by the server (statement_timeout).
+    request_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    # A body above this is refused (413) before it is read whole.
+    max_request_bytes: int = Field(default=1_000_000, ge=1024)
+    # A working-memory item is a turn or a note, not a document (POST /documents takes those).
+    max_memory_chars: int = Field(default=20_000, ge=1)
+
+
 class LanegraphConfig(StrictModel):
     version: Literal[1]
     pipeline: PipelineSettings = PipelineSettings()
+    serve: ServeSettings = ServeSettings()
     plan: lanes_config.Plan = lanes_config.Plan()
     settings: lanes_config.Settings = lanes_config.Settings()
     lanes: dict[str, lanes_config.Lane] = Field(default_factory=lambda: dict(lanes_config.STANDARD_LANES))

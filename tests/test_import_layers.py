@@ -44,6 +44,8 @@ LAYERS = (
     "pipelines.defs",
     "pipelines.definitions",
     "pipelines.bench",
+    # The server: find and working memory over HTTP and MCP, as a token's caller.
+    "pipelines.serve",
     "pipelines.cli",
 )
 

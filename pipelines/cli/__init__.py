@@ -27,6 +27,8 @@ COMMAND_HELP = {
     "eval": "measure retrieval quality per arm (BM25, dense, sources, find, ablations) on a benchmark",
     "ui": "open the Dagster UI for the Lanegraph assets",
     "bench": "time find against its index floor and per-lane round trips on synthetic corpora",
+    "serve": "serve find and working memory over HTTP and MCP, each request as its API token's caller",
+    "token": "create, list or revoke the API tokens `lanegraph serve` admits",
 }
 COMMAND_MODULES = tuple(COMMAND_HELP)
 

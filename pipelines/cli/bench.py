@@ -93,7 +93,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="standbys beside the primary for --clients (default 1; embedded: made and removed "
                         "for the run; with DATABASE_URL: the first R of LANEGRAPH_READ_URLS)")
     parser.set_defaults(handler=run)
-    kinds = parser.add_subparsers(title="other benchmarks", metavar="{ingest}")
+    kinds = parser.add_subparsers(title="other benchmarks", dest="mode", metavar="{ingest,serve}", parser_class=type(parser))
     ingest_parser = kinds.add_parser(
         "ingest",
         help="the write side on an evaluation dataset: every asset beside the embedding step, the "
@@ -103,6 +103,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_ingest_arguments(ingest_parser)
     ingest_parser.set_defaults(handler=run_ingest)
+    serve = kinds.add_parser(
+        "serve", help="find over HTTP under N concurrent clients against `lanegraph serve`, beside in-process find",
+        description="Starts `lanegraph serve` on a free loopback port against the database (the demo's, "
+        "DATABASE_URL's, an eval build's via LANEGRAPH_DATA_DIR) and reports throughput, p50/p95/p99 and "
+        "errors, with in-process find on the same questions in the same run.",
+    )
+    serve.add_argument("--clients", type=int, default=16, metavar="N", help="concurrent HTTP clients (default 16)")
+    serve.add_argument("--seconds", type=float, default=60.0, metavar="S", help="how long they ask (default 60)")
+    serve.add_argument("--questions", type=Path, metavar="PATH",
+                       help="questions, one a line (default: the demo corpus's questions)")
+    serve.add_argument("--scopes", metavar="A,B",
+                       help="ask as a token holding these scopes (default: an owner token), made and revoked for the run")
+    serve.add_argument("--in-process-calls", type=int, default=200, metavar="N",
+                       help="in-process finds timed first, one at a time (default 200)")
+    serve.add_argument("--json", type=Path, metavar="OUT", help="where to write the JSON report (default <data dir>/bench/serve.json)")
+    serve.set_defaults(handler=run_serve)
 
 
 def run_ingest(arguments: argparse.Namespace) -> int:
@@ -112,6 +128,38 @@ def run_ingest(arguments: argparse.Namespace) -> int:
     if not arguments.dataset.is_file():
         raise InputError(f"lanegraph bench ingest: {arguments.dataset}: no such file")
     return measure(arguments)
+
+
+def run_serve(arguments: argparse.Namespace) -> int:
+    from pipelines.resources.scopes import parse_scopes
+    from pipelines.serve.bench import demo_questions, measure_serve, render_serve
+
+    if arguments.clients < 1 or arguments.seconds <= 0 or arguments.in_process_calls < 1:
+        raise InputError("--clients and --in-process-calls must be at least 1, --seconds above 0")
+    if arguments.questions is not None:
+        try:
+            questions = [line.strip() for line in arguments.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"--questions {arguments.questions}: {error}") from None
+        if not questions:
+            raise InputError(f"--questions {arguments.questions}: no questions in it")
+    else:
+        questions = demo_questions()
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    report = measure_serve(
+        questions, clients=arguments.clients, seconds=arguments.seconds,
+        scopes=None if arguments.scopes is None else parse_scopes(arguments.scopes),
+        in_process_calls=arguments.in_process_calls, progress=progress,
+    )
+    output = arguments.json or data_dir() / "bench" / "serve.json"
+    write_json(report, output)
+    print(render_serve(report))
+    print(f"\nJSON report: {output}")
+    return 0
 
 
 def run(arguments: argparse.Namespace) -> int:

@@ -190,12 +190,12 @@ class ReadServers:
         self._turn_lock = threading.Lock()
 
     @classmethod
-    def from_environment(cls, primary: Database) -> ReadServers | None:
+    def from_environment(cls, primary: Database, *, pool_size: int = 4) -> ReadServers | None:
         """The read servers LANEGRAPH_READ_URLS names; None when it names none."""
         text = os.environ.get(READ_URLS_ENV, "").strip()
         if not text:
             return None
-        return cls(primary, parse_read_urls(text), max_lag_seconds=max_lag_from_environment())
+        return cls(primary, parse_read_urls(text), max_lag_seconds=max_lag_from_environment(), pool_size=pool_size)
 
     @property
     def url(self) -> str:

@@ -120,3 +120,36 @@ def test_the_budget_is_packed_greedily_skipping_what_does_not_fit():
 def test_unusable_questions_are_refused_with_a_clear_error(database, config, question):
     with pytest.raises(InputError):
         find(database, question, config=config, embedder=EMBEDDER)
+
+
+def test_concurrent_finds_record_overlapping_access_without_deadlock(heron):  # type: ignore[no-untyped-def]
+    """Clients of a server ask alike questions at once; each recording locks its facts in id order."""
+    import random
+    import threading
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Handed:
+        accessed_fact_ids: tuple[str, ...]
+
+    with heron.connection() as connection:
+        with Planter(connection) as plant:
+            subject = plant.entity("Ledger", "project")
+            fact_ids = [plant.fact(f"f-{n}", subject, "note", f"Ledger note {n}.", object_value=str(n)) for n in range(30)]
+    failures: list[BaseException] = []
+
+    def record(seed: int) -> None:
+        order = random.Random(seed)
+        try:
+            for _ in range(15):
+                record_access(heron, [Handed(tuple(order.sample(fact_ids, len(fact_ids))))])  # type: ignore[list-item]
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=record, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert {access(heron, fact_id) for fact_id in fact_ids} == {4 * 15}

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pydantic
 
 from pipelines.config import data_dir
 from pipelines.resources.database import Database
+from pipelines.resources.scopes import ScopedRole
 from pipelines.resources.embedder import Embedder
 from pipelines.errors import InputError
 from pipelines.resources.scopes import normalize_row_scopes
@@ -120,6 +122,59 @@ def load_session_items(path: Path, *, database: Database, embedder: Embedder) ->
             else:
                 load.inserted += 1
     return load
+
+
+CALLER_ID_PREFIX = "SELECT lanegraph_caller_id_prefix()"
+
+
+def caller_id_prefix(connection: psycopg.Connection) -> str:
+    """The prefix every id a confined writer writes must start with (0052_writer_id_prefix.sql)."""
+    row = connection.execute(CALLER_ID_PREFIX).fetchone()
+    assert row is not None and row[0] is not None, "a confined writer's signed scopes give it a prefix"
+    return row[0]
+
+
+@dataclass(frozen=True)
+class RememberedItem:
+    id: str
+    scopes: tuple[str, ...]
+    created_at: datetime
+    inserted: bool
+
+
+def remember_item(
+    database: Database,
+    record: SessionItemRecord,
+    *,
+    embedder: Embedder,
+    caller_scopes: Sequence[str] | None = None,
+) -> RememberedItem:
+    """Put one item into working memory, embedded, so find's working_memory lane returns it at once
+    (and the promotion sensor later makes it a document).
+
+    With `caller_scopes` it is written as that confined writer: the item's scopes must be a
+    non-empty subset of them (row security refuses a public row or another tenant's), and its id
+    is put under the writer's id prefix (0052_writer_id_prefix.sql), so one tenant's ids never
+    meet another's. Without, it is written as the owner, id and scopes as given."""
+    scopes = sorted(set(record.scopes))
+    if caller_scopes is not None:
+        outside = sorted(set(scopes) - set(caller_scopes))
+        if outside:
+            raise InputError(f"scopes: {', '.join(outside)} not among the caller's scopes")
+        if not scopes:
+            raise InputError("scopes: a caller with scopes writes items under at least one of them; public items are the owner's")
+    vector = embedder.embed([record.text])[0]
+    with database.connection(caller_scopes, role=ScopedRole.WRITER) as connection:
+        prefix = caller_id_prefix(connection) if caller_scopes is not None else ""
+        item_id = record.id if record.id.startswith(prefix) else prefix + record.id
+        existed = connection.execute(q.STORED_ITEMS, {"ids": [item_id]}).fetchone() is not None
+        written = connection.execute(q.REMEMBER_ITEM, {
+            "id": item_id, "text": record.text, "embedding": vector, "created_at": record.created_at,
+            "scopes": scopes,
+        }).fetchone()
+    if written is None:
+        raise InputError(f"id: item {item_id!r} was already promoted to a document; give a new id")
+    return RememberedItem(item_id, tuple(scopes), written[0], inserted=not existed)
 
 
 def source_file_name(item_id: str) -> str:

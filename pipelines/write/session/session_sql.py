@@ -14,6 +14,9 @@ ON CONFLICT (id) DO UPDATE SET
 WHERE session_item.promoted_at IS NULL
 """
 
+# One item written on a caller's behalf; its time, for the caller's reply.
+REMEMBER_ITEM = UPSERT_ITEM.rstrip() + "\nRETURNING created_at\n"
+
 DUE_ITEMS = """
 SELECT id, text, created_at, scopes FROM session_item
 WHERE promoted_at IS NULL AND created_at <= now() - %(hours)s * interval '1 hour'
