@@ -3,7 +3,8 @@
 find runs READ ONLY so that a hot standby can serve it; the facts it handed out are then folded in
 on the primary in one short statement, however many finds the batch holds. The dense facts lane
 ranks by that frequency and recency, so the ranking keeps learning wherever the reads ran.
-Recording runs under the caller's scopes: a caller can only count accesses to facts it may read.
+Recording runs under the caller's scopes: a caller can only count accesses to facts it may read, and
+only through find's own path (`record_access`), never by writing the counters.
 """
 
 from __future__ import annotations
@@ -15,26 +16,19 @@ import psycopg
 from pipelines.read.find import FindResult
 from pipelines.resources.database import Database
 
-# The rows are locked in id order first: concurrent finds (a server's clients asking alike questions)
-# update overlapping facts, and an UPDATE locks them in whatever order its join yields, so two of
-# them deadlocked (measured: 16 of 366 requests of `lanegraph bench serve` at 16 clients).
-RECORD_ACCESS = """
-WITH accessed AS (
-    SELECT id, count(*)::integer AS times FROM unnest(%(fact_ids)s::text[]) AS id GROUP BY id
-), locked AS (
-    SELECT fact.id FROM fact JOIN accessed USING (id) ORDER BY fact.id FOR UPDATE OF fact
-)
-UPDATE fact
-SET access_count = fact.access_count + accessed.times, last_accessed = now()
-FROM accessed JOIN locked USING (id)
-WHERE fact.id = accessed.id
-"""
+RECORD_ACCESS = "SELECT lanegraph_record_fact_access(%(fact_ids)s::text[], %(signature)s)"
+# What the signature says the ids are for, so it signs nothing else.
+ACCESS_PURPOSE = "access"
 
 
 def record_access(
     primary: Database, results: Iterable[FindResult], *, scopes: Sequence[str] | None = None
 ) -> int:
     """Count every fact each result handed out, in one statement; return the facts updated.
+
+    No caller role may write the counters: lanegraph_record_fact_access() (0090) counts, in a
+    confined block only with the application's signature over the ids, which SQL run in the block
+    cannot make, and only facts the caller may read.
 
     On a standby (the primary URL pointing at a read-only server) this raises
     `psycopg.errors.ReadOnlySqlTransaction`; callers that may run there use `record_access_or_say`.
@@ -43,7 +37,9 @@ def record_access(
     if not fact_ids:
         return 0
     with primary.connection(scopes) as connection:
-        return connection.execute(RECORD_ACCESS, {"fact_ids": fact_ids}).rowcount
+        signature = primary.block_signature(connection, ACCESS_PURPOSE, fact_ids)
+        (counted,) = connection.execute(RECORD_ACCESS, {"fact_ids": fact_ids, "signature": signature}).fetchone() or (0,)
+        return int(counted)
 
 
 def record_access_or_say(

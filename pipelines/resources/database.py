@@ -28,7 +28,8 @@ from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import apply_migrations, check_standby_schema
 from pipelines.resources.rows import one_row
 from pipelines.resources.scopes import (
-    CONFINED_LOGINS,
+    BLOCK_SIGNING_INPUT,
+    CONFINED_LOGIN_FOR,
     PUBLISH_SCOPES,
     SIGN_SCOPES,
     ConfinedLogin,
@@ -218,21 +219,47 @@ class Database:
             raise DatabaseError(_describe_connect_failure(url, TimeoutError("timed out"))) from None
         self._confined = ConfinedConnections(max_size)
         self._logins_lock = threading.Lock()
-        self._logins: dict[ScopedRole, ConfinedLogin] = {}
+        self._logins: dict[ConfinedKey, ConfinedLogin] = {}
         self._vector_adapters: AdaptersMap | None = None
 
-    def _confined_login(self, role: ScopedRole) -> tuple[ConfinedLogin, AdaptersMap]:
-        """The login for `role`, and an owner connection's adapters (pgvector's types registered),
-        which a confined connection copies instead of looking the types up again."""
+    def _confined_login(self, key: ConfinedKey, *, reset_password: bool = False) -> tuple[ConfinedLogin, AdaptersMap]:
+        """The login for `key` as the owner left it (made on first use, settings the login gave
+        itself reset), and an owner connection's adapters (pgvector's types registered), which a
+        confined connection copies instead of looking the types up again."""
+        role, caller_scopes = key
+        with self._pool.connection() as connection:
+            row = connection.execute(CONFINED_LOGIN_FOR, (role.value, list(caller_scopes), reset_password)).fetchone()
+            adapters = connection.adapters
+        if row is None:
+            # A hot standby holds only the logins its primary made; reads fall back to the primary.
+            raise DatabaseError(
+                f"no {role.value} login for scopes {list(caller_scopes)} on this server yet: it is a standby, "
+                "and the primary makes one at its first confined read"
+            )
+        login = ConfinedLogin(role, *row)
         with self._logins_lock:
+            self._logins[key] = login
             if self._vector_adapters is None:
-                with self._pool.connection() as connection:
-                    self._logins = {
-                        ScopedRole(caller_role): ConfinedLogin(ScopedRole(caller_role), login, password, key)
-                        for caller_role, login, password, key in connection.execute(CONFINED_LOGINS)
-                    }
-                    self._vector_adapters = connection.adapters
-            return self._logins[role], self._vector_adapters
+                self._vector_adapters = adapters
+            return login, self._vector_adapters
+
+    def _open_confined(self, key: ConfinedKey) -> tuple[KeptConnection, ConfinedLogin]:
+        login, adapters = self._confined_login(key)
+        try:
+            connection = connect(login.conninfo(self.url), autocommit=True, context=adapters)
+        except DatabaseError:
+            # A block may have changed its own login's password: set it again, and try once more.
+            login, adapters = self._confined_login(key, reset_password=True)
+            connection = connect(login.conninfo(self.url), autocommit=True, context=adapters)
+        return KeptConnection(connection), login
+
+    def block_signature(self, connection: psycopg.Connection, purpose: str, values: Sequence[str]) -> str | None:
+        """The application's signature over `values` for `purpose` in this confined block's backend,
+        which SQL run in the block cannot make; None in an owner connection, which needs none."""
+        backend_identity, login_name, values_text = connection.execute(BLOCK_SIGNING_INPUT, (list(values),)).fetchone()
+        with self._logins_lock:
+            login = next((login for login in self._logins.values() if login.login == login_name), None)
+        return None if login is None else login.sign(backend_identity, f"{purpose}:{values_text}")
 
     @contextmanager
     def connection(
@@ -242,7 +269,7 @@ class Database:
         and rolls back on error.
 
         Without `scopes` it acts as the owner and sees every row (the write side). With `scopes` the
-        block gets a connection of its own, logged in as the schema's login for `role`, and runs as
+        block gets a connection of its own, logged in as the schema's login for `role` and `scopes`, and runs as
         one transaction under row-level security: it sees only rows whose scopes are all among
         `scopes` (`[]` = public rows only), whatever SQL it runs. When the block ends the connection
         is reset and kept for a later block of the same role and scopes (`ConfinedConnections`).
@@ -254,19 +281,18 @@ class Database:
                 yield connection
             return
         caller_scopes = normalize_scopes(scopes)
-        login, adapters = self._confined_login(role)
         key: ConfinedKey = (role, caller_scopes)
         kept = self._confined.checkout(key)
         try:
             if kept is not None:
                 try:
-                    _publish_scopes(kept.connection, login, caller_scopes)
+                    _publish_scopes(kept.connection, self._logins[key], caller_scopes)
                 except psycopg.OperationalError:
                     # The server ended the kept connection (a restart, an idle timeout): open another.
                     kept.connection.close()
                     kept = None
             if kept is None:
-                kept = KeptConnection(connect(login.conninfo(self.url), autocommit=True, context=adapters))
+                kept, login = self._open_confined(key)
                 _publish_scopes(kept.connection, login, caller_scopes)
             with kept.connection.transaction():
                 yield kept.connection

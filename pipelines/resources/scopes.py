@@ -5,8 +5,10 @@ Every row carries `scopes text[]`; a caller reads a row only if it holds every s
 policy so the planner can estimate it and keeps the HNSW indexes for a confined caller).
 
 A confined block is a connection of its own, logged in as the schema's login role for the caller
-role (0051_confined_logins.sql), reset when the block ends and kept only for later blocks of the same
-role and scopes (`ConfinedConnections` in database.py). The login holds no privileged role, so
+role and scope set (0051_confined_logins.sql, one login per scope set since 0090), reset when the
+block ends and kept only for later blocks of the same role and scopes (`ConfinedConnections` in
+database.py). Whatever a block does to its own login (its settings, its password, its backends)
+reaches no other scope set's blocks, and the owner resets the login before it logs in again. The login holds no privileged role, so
 `RESET ROLE`, `SET ROLE` and `SET SESSION AUTHORIZATION` lead nowhere privileged; its scopes are
 published with a signature only the owner's key makes, bound to that backend, so `set_config` of
 other scopes, or a signature seen in another session, leaves the session with no rows. Isolation so
@@ -127,7 +129,11 @@ class ConfinedLogin:
         return hashlib.sha256(self.signing_key + inner).hexdigest()
 
 
-CONFINED_LOGINS = "SELECT caller_role, login, password, signing_key FROM lanegraph_confined_login"
+# Run by the owner before a new confined connection logs in: the login of one caller role and scope
+# set, made on first use, its own settings reset (0090_confined_blocks_change_no_shared_state.sql).
+CONFINED_LOGIN_FOR = "SELECT login, password, signing_key FROM lanegraph_confined_login_for(%s, %s, %s)"
+# What a signature over values in a block covers: the backend, and the values as the server prints them.
+BLOCK_SIGNING_INPUT = "SELECT lanegraph_backend_identity(), session_user, %s::text[]::text"
 # The scopes as the server prints the array, which is the text the signature covers.
 PUBLISH_SCOPES = sql.SQL(
     "SELECT set_config({setting}, %s::text[]::text, false), lanegraph_backend_identity()"

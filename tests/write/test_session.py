@@ -17,7 +17,7 @@ from pipelines.resources.database import Database, DatabaseResource
 from pipelines.resources.embedder import EmbedderResource
 from pipelines.errors import InputError
 from pipelines.write.extraction.extractor import ExtractorResource
-from pipelines.write.session.session import load_session_items, read_session_items
+from pipelines.write.session.session import load_session_items, mark_promoted, read_session_items
 
 OLD = {"id": "wm-old", "text": "Tomasz Wielgus moved the Heron review to Friday 2025-07-11.",
        "created_at": "2025-07-01T08:15:00Z", "scopes": ["team-a"]}
@@ -115,3 +115,28 @@ def test_a_bad_session_item_line_is_named(tmp_path: Path, line: str, message: st
     path.write_text(line + "\n")
     with pytest.raises(InputError, match=message):
         read_session_items(path)
+
+
+def test_an_item_stays_in_working_memory_until_its_document_is_found(database: Database, embedding_dimension: int) -> None:
+    """Promotion must not leave a gap: while the item's document has a chunk awaiting its embedding,
+    the sources lane shows none of it, so the working_memory lane keeps the item."""
+    with database.connection() as connection:
+        connection.execute(
+            "INSERT INTO session_item (id, text, created_at) VALUES ('wm-old', %s, now() - interval '10 days')",
+            (OLD["text"],),
+        )
+        connection.execute(
+            "INSERT INTO document (id, title, body, content_hash) VALUES ('session:wm-old', 'Noted', %s, 'h')",
+            (OLD["text"],),
+        )
+    assert mark_promoted(database, older_than_hours=1).promoted == []
+    with database.connection() as connection:
+        connection.execute(
+            "INSERT INTO chunk (id, document_id, position, text, token_count, content_hash) "
+            "VALUES ('session:wm-old#0', 'session:wm-old', 0, %s, 9, 'h')",
+            (OLD["text"],),
+        )
+    assert mark_promoted(database, older_than_hours=1).promoted == []
+    with database.connection() as connection:
+        connection.execute("UPDATE chunk SET embedding = array_fill(0.1, ARRAY[%s])::vector", (embedding_dimension,))
+    assert mark_promoted(database, older_than_hours=1).promoted == ["wm-old"]

@@ -45,7 +45,10 @@ def _count_redone(step: StepReport, redone: Redone, rows_before: int) -> dict[st
     step.inserted = redone.recomputed
     step.unchanged = redone.kept
     step.deleted = rows_before if redone.mode == "full" else redone.removed
-    return {"mode": redone.mode, "recomputed": redone.recomputed, "kept": redone.kept, "removed": step.deleted}
+    return {
+        "mode": redone.mode, "recomputed": redone.recomputed, "kept": redone.kept, "removed": step.deleted,
+        "malformed_removed": redone.malformed,
+    }
 
 
 @dg.asset(

@@ -38,7 +38,7 @@ from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
 from pipelines.write.extraction.ontology import ENTITY_KINDS
 from pipelines.write.progress import Embed, Log, embed_showing_progress, silent, step_progress
-from pipelines.write.summaries.raptor import RaptorNode, build_tree, update_tree
+from pipelines.write.summaries.raptor import RaptorNode, build_tree, node_id, update_tree
 from pipelines.write.summaries.summaries import source_digest
 from pipelines.write.summaries.summary_vectors import SummaryVectors
 from pipelines.resources.rows import named_row, one_row
@@ -159,12 +159,14 @@ def _digest_id(prefix: str, *parts: object) -> str:
 @dataclass
 class Redone:
     """What a step in either mode did: its mode, rows summarised and embedded again, rows kept as
-    they were, rows deleted."""
+    they were, rows deleted, and of those the malformed: stored rows the step would not have made
+    (a writer's under its id prefix, a row without its embedding), skipped and so removed."""
 
     mode: RebuildMode = "full"
     recomputed: int = 0
     kept: int = 0
     removed: int = 0
+    malformed: int = 0
 
 
 def _mode_to_run(connection: Connection, step: str, requested: RebuildMode, settings: str) -> RebuildMode:
@@ -243,8 +245,9 @@ def build_communities(
         vertices = [row[0] for row in connection.execute(q.CONNECTED_ENTITIES)]
         edges = connection.execute(q.ENTITY_EDGES).fetchall()
         entities = {row[0]: row for row in connection.execute(q.ENTITY_NAMES, {"ids": vertices})}
-        previous = connection.execute(q.PREVIOUS_COMMUNITIES).fetchall() if mode == "incremental" else []
+        stored_rows = connection.execute(q.PREVIOUS_COMMUNITIES).fetchall() if mode == "incremental" else []
         previous_edges = connection.execute(q.PREVIOUS_COMMUNITY_EDGES).fetchall() if mode == "incremental" else []
+    previous = _communities_it_made(stored_rows, entities)
     kept, repartition = split_by_touch(
         [(row[0], row[2], row[5]) for row in previous], touched_vertices(previous_edges, edges)
     ) if mode == "incremental" else (set(), set(vertices))
@@ -303,8 +306,29 @@ def build_communities(
     for row in rows:
         report.sizes_per_level.setdefault(row["level"], []).append(len(row["members"]))
     report.preview = [(row["level"], row["label"], len(row["members"]), row["summary"]) for row in rows[:5]]
-    report.redone = Redone(mode, len(redo), len(rows) - len(redo), len(set(stored) - {row["id"] for row in rows}))
+    report.redone = Redone(
+        mode, len(redo), len(rows) - len(redo), len({row[0] for row in stored_rows} - {row["id"] for row in rows}),
+        len(stored_rows) - len(previous),
+    )
     return report
+
+
+def _communities_it_made(stored: Sequence[tuple], entities: dict[str, tuple]) -> list[tuple]:
+    """The stored communities this step made: each under the id its level and members give it, of
+    current entities, below a parent that is one of them (parents come first). Any other row (a
+    writer's, or one left inconsistent) would be kept as it is or fail the refresh."""
+    made: list[tuple] = []
+    ids: set[str] = set()
+    for row in stored:
+        community_id, level, parent_id, members = row[0], row[1], row[2], row[5]
+        if (
+            community_id == _digest_id("c", level, *sorted(members))
+            and members and all(member in entities for member in members)
+            and (parent_id is None or parent_id in ids)
+        ):
+            made.append(row)
+            ids.add(community_id)
+    return made
 
 
 def _facts_per_row(connection: Connection, query: str, entity_ids: Sequence[Sequence[str]]) -> Iterator[list[tuple]]:
@@ -386,10 +410,8 @@ def build_raptor(
     with database.connection() as connection:
         mode = _mode_to_run(connection, RAPTOR_STEP, requested, built_with)
         leaves = connection.execute(q.RAPTOR_LEAVES).fetchall()
-        previous = [
-            RaptorNode(id, level, tuple(children), summary, embedding.to_numpy(), tuple(scopes), digest)
-            for id, level, children, summary, embedding, scopes, digest in connection.execute(q.PREVIOUS_RAPTOR_NODES)
-        ] if mode == "incremental" else []
+        stored_nodes = connection.execute(q.PREVIOUS_RAPTOR_NODES).fetchall() if mode == "incremental" else []
+    previous = _raptor_nodes_it_made(stored_nodes)
     trees: dict[tuple[str, ...], list[RaptorNode]] = {}
     for node in previous:
         trees.setdefault(node.scopes, []).append(node)
@@ -431,5 +453,26 @@ def build_raptor(
         report.nodes_per_level[node.level] = report.nodes_per_level.get(node.level, 0) + 1
     top = max(report.nodes_per_level, default=None)
     report.roots = [node.summary for node in nodes if node.level == top]
-    report.redone = Redone(mode, len(redo), len(nodes) - len(redo), len(set(unchanged) - {node.id for node in nodes}))
+    report.redone = Redone(
+        mode, len(redo), len(nodes) - len(redo), len({row[0] for row in stored_nodes} - {node.id for node in nodes}),
+        len(stored_nodes) - len(previous),
+    )
     return report
+
+
+def _raptor_nodes_it_made(stored: Sequence[tuple]) -> list[RaptorNode]:
+    """The stored nodes this step made: each under the id its level and children give it, with an
+    embedding, above nodes that are themselves such (levels come in order). Any other row (a
+    writer's, or one left without its vector) would fail the refresh or join a tree it is not of."""
+    made: list[RaptorNode] = []
+    ids: set[str] = set()
+    for node_id_stored, level, children, summary, embedding, scopes, digest in stored:
+        children = tuple(children or ())
+        if (
+            embedding is not None and level >= 1 and children
+            and node_id_stored == node_id(level, children)
+            and (level == 1 or all(child in ids for child in children))
+        ):
+            made.append(RaptorNode(node_id_stored, level, children, summary, embedding.to_numpy(), tuple(scopes), digest))
+            ids.add(node_id_stored)
+    return made

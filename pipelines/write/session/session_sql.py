@@ -29,10 +29,17 @@ WHERE promoted_at IS NULL AND created_at > now() - %(hours)s * interval '1 hour'
 """
 
 # Only an item whose document really landed is marked; one that failed stays in working memory.
+# Landed means found: chunked, and no chunk awaiting its embedding (the sources lane shows no
+# document before that), so the item leaves working memory as its document enters the sources lane.
 MARK_PROMOTED = """
 UPDATE session_item s SET promoted_at = now(), document_id = %(prefix)s || s.id
 WHERE s.id = ANY(%(ids)s) AND s.promoted_at IS NULL
-  AND EXISTS (SELECT 1 FROM document d WHERE d.id = %(prefix)s || s.id AND d.retracted_at IS NULL)
+  AND EXISTS (
+      SELECT 1 FROM document d
+      WHERE d.id = %(prefix)s || s.id AND d.retracted_at IS NULL
+        AND EXISTS (SELECT 1 FROM chunk c WHERE c.document_id = d.id)
+        AND NOT EXISTS (SELECT 1 FROM chunk c WHERE c.document_id = d.id AND c.embedding IS NULL)
+  )
 RETURNING s.id
 """
 

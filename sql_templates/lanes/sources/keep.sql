@@ -1,5 +1,6 @@
 -- Sources lane rows, from the fused scores (`scored`: the first fusion, or the bridge hop's when
--- the plan has it). Retracted and expired documents drop out, each document keeps at most
+-- the plan has it). Retracted and expired documents drop out, and documents still being ingested
+-- (a chunk awaiting its embedding); each document keeps at most
 -- :find_per_document chunks, and the lane keeps the best :lane_limit. The line is the document
 -- title, its dates when known, then the chunk text with whitespace flattened.
 -- A chunk of a page already in the lane (same title: another chunk, or another document of that
@@ -26,6 +27,12 @@ WITH capped AS (
     JOIN document ON document.id = chunk.document_id
     WHERE document.retracted_at IS NULL
       AND (document.expires_at IS NULL OR document.expires_at > now())
+      -- Published: no chunk of the document awaits its embedding (0091), so a document being
+      -- ingested is in no lane until it is in all of them.
+      AND NOT EXISTS (
+          SELECT FROM chunk AS unembedded
+          WHERE unembedded.document_id = chunk.document_id AND unembedded.embedding IS NULL
+      )
 ),
 kept AS (
     SELECT capped.chunk_id, capped.score, capped.direct, capped.document_id, capped.text, capped.scopes, capped.title, capped.page
