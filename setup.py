@@ -12,7 +12,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-SHIPPED = ("sql_templates", "lanes.yaml")
+SHIPPED = ("sql_templates", "lanes.yaml", "lanes.conversations.yaml")
 
 
 class BuildWithShippedFiles(build_py):

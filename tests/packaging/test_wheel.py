@@ -37,6 +37,7 @@ def test_the_wheel_carries_every_sql_template_and_the_default_settings(wheel):
     assert len(shipped) > 30
     assert shipped <= names, sorted(shipped - names)
     assert "pipelines/shipped/lanes.yaml" in names
+    assert "pipelines/shipped/lanes.conversations.yaml" in names
 
 
 @pytest.mark.slow

@@ -86,3 +86,17 @@ def test_a_file_edited_at_once_to_the_same_size_is_read_again(tmp_path):
     assert load_config(path).settings.fusion_depth == 40
     path.write_text(SETTINGS.replace("  fusion_depth: 40", "  fusion_depth: 50", 1))
     assert load_config(path).settings.fusion_depth == 50
+
+
+def test_the_conversations_preset_is_lanes_yaml_but_for_its_documented_choices() -> None:
+    # One build serves both files, and a change to lanes.yaml that the preset missed would make
+    # the two drift apart without anyone choosing it.
+    pages = load_config(REPOSITORY / "lanes.yaml")
+    conversations = load_config(REPOSITORY / "lanes.conversations.yaml")
+    assert conversations.pipeline == pages.pipeline
+    assert conversations.settings == pages.settings
+    plan_changes = {name for name in type(pages.plan).model_fields if getattr(pages.plan, name) != getattr(conversations.plan, name)}
+    assert plan_changes == {"bridges", "named_facts"}
+    lane_changes = {name for name in pages.lanes if pages.lanes[name] != conversations.lanes[name]}
+    assert lane_changes == {"sources"}
+    assert conversations.lanes["sources"].limit == "fusion_depth"
