@@ -135,12 +135,12 @@ class TuningSpace(StrictModel):
                 problem(("settings", name), name, f"unknown setting {name!r} (see lanes.yaml's settings)")
                 continue
             integer = name in INTEGER_SETTINGS
+            if integer and dimension.step is not None and not isinstance(dimension.step, int):
+                problem(("settings", name, "step"), dimension.step, f"{name} is an integer setting; its step must be an integer")
+                continue
             for value in dimension.values():
                 if integer and (isinstance(value, bool) or not isinstance(value, int)):
                     problem(("settings", name), value, f"{name} is an integer setting; {value!r} is not an integer")
-                    break
-                if dimension.step is not None and integer and not isinstance(dimension.step, int):
-                    problem(("settings", name, "step"), dimension.step, f"{name} is an integer setting; its step must be an integer")
                     break
                 try:
                     Settings.model_validate({name: float(value) if not integer and isinstance(value, int) else value})

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from pipelines.errors import InputError
 from pipelines.tuning.space import TuningSpace
-from pipelines.tuning.study import RETRY_ATTR, STUDY_SCHEMA, best_trial, open_study, recover_interrupted, storage_for, study_lock
+from pipelines.tuning.study import CONSTRAINTS_ATTR, RETRY_ATTR, STUDY_SCHEMA, best_trial, open_study, recover_interrupted, storage_for, study_lock
 from pipelines.resources.database import connect
 
 SPACE = TuningSpace.model_validate({"version": 1, "objective": "mrr", "settings": {"rrf_k": {"low": 1, "high": 100}}})
@@ -63,3 +63,15 @@ def test_a_study_another_process_runs_is_refused(url: str) -> None:
             pass
     with study_lock(url, "one-study"):
         pass
+
+
+def test_the_best_trial_is_the_best_that_meets_the_constraints(url: str) -> None:
+    study = open_study(storage_for(url), f"test-{uuid.uuid4().hex[:8]}", SPACE)
+    distribution = {"rrf_k": optuna.distributions.IntDistribution(1, 100)}
+    for value, p50_over_limit in ((0.9, 12.0), (0.7, -3.0), (0.8, 0.0)):
+        study.add_trial(optuna.trial.create_trial(
+            params={"rrf_k": int(value * 100)}, distributions=distribution, value=value,
+            user_attrs={CONSTRAINTS_ATTR: [p50_over_limit]},
+        ))
+    best = best_trial(study)
+    assert best is not None and best.value == 0.8
