@@ -34,8 +34,8 @@ from pipelines.tuning.study import (
     FINISHED,
     best_trial,
     open_study,
+    opened_storage,
     recover_interrupted,
-    storage_for,
     study_lock,
     study_name,
 )
@@ -178,9 +178,8 @@ def tune(request: TuningRequest, progress: Progress = lambda _: None) -> TuningO
     url = ensure_built(dataset, request.definitions, progress, request.database_url)
     name = study_name(dataset.name, space, base)
     ledger = StatementLedger()
-    storage = storage_for(url)
     # One connection: every trial's statement is prepared on it once, and stays prepared.
-    with Database(url, max_size=1) as database, study_lock(url, name):
+    with opened_storage(url) as storage, Database(url, max_size=1) as database, study_lock(url, name):
         with database.connection() as connection:
             chunk_documents = load_chunk_documents(connection)
         embedder = EmbedderResource.from_settings(base.pipeline.embedding).get_embedder()
@@ -228,7 +227,6 @@ def tune(request: TuningRequest, progress: Progress = lambda _: None) -> TuningO
             dev_scores = {"current": dev_scorer.score("current", base), "tuned": dev_scorer.score("tuned", tuned)}
             comparison = compare_on_dev(dev_scores["current"], dev_scores["tuned"], space.weights, space.objective_label)
         prepared = ledger.prepared_count(database)
-    storage.engine.dispose()
     return TuningOutcome(
         study=name,
         dataset=dataset.name,

@@ -46,6 +46,17 @@ def study_name(dataset_name: str, space: TuningSpace, base: LanegraphConfig) -> 
     return f"{database_suffix(dataset_name)}-{space.fingerprint()}-{started_from}"
 
 
+@contextmanager
+def opened_storage(url: str) -> Iterator[optuna.storages.RDBStorage]:
+    """The study storage, its pooled connections closed at the end (the engine reconnects if a
+    study handle is read later, as the asset's plots do)."""
+    storage = storage_for(url)
+    try:
+        yield storage
+    finally:
+        storage.engine.dispose()
+
+
 def storage_for(url: str) -> optuna.storages.RDBStorage:
     """Optuna's RDB storage in the `optuna` schema of the database at `url` (psycopg 3 driver)."""
     with connect(url, autocommit=True) as connection:
