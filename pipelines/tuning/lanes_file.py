@@ -43,8 +43,7 @@ def tuned_lanes_text(source: Path, settings: Mapping[str, Scalar], plan: Mapping
     for section_name, values in (("settings", settings), ("plan", plan)):
         section = _section(document, section_name)
         for name, value in values.items():
-            # A stepped float carries the step's binary noise (0.30000000000000004): write 0.3.
-            section[name] = float(f"{value:.10g}") if isinstance(value, float) else value
+            section[name] = value
     buffer = io.StringIO()
     yaml.dump(document, buffer)
     return buffer.getvalue()

@@ -222,10 +222,15 @@ def _within(dimension: Dimension, value: Scalar) -> bool:
     return abs(steps - round(steps)) < 1e-9
 
 
+def _clean(value: Scalar) -> Scalar:
+    # A stepped float carries the step's binary noise (0.30000000000000004): the setting is 0.3.
+    return float(f"{value:.10g}") if isinstance(value, float) else value
+
+
 def split_params(params: dict[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, Scalar]]:
-    """A trial's parameters as (settings, plan toggles)."""
-    settings = {name: value for name, value in params.items() if not name.startswith("plan.")}
-    plan = {name.removeprefix("plan."): value for name, value in params.items() if name.startswith("plan.")}
+    """A trial's parameters as (settings, plan toggles), floats as a person would write them."""
+    settings = {name: _clean(value) for name, value in params.items() if not name.startswith("plan.")}
+    plan = {name.removeprefix("plan."): _clean(value) for name, value in params.items() if name.startswith("plan.")}
     return settings, plan
 
 

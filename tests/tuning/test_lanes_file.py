@@ -17,7 +17,7 @@ def test_tuned_values_land_in_place_and_every_comment_stays(tmp_path: Path) -> N
     source = REPOSITORY / "lanes.yaml"
     target = tmp_path / "tuned.yaml"
     config = write_tuned_lanes(
-        source, target, {"dense_weight": 0.45, "bm25_b": 0.30000000000000004, "graph_ppr_damping": 0.8}, {"bridges": False}
+        source, target, {"dense_weight": 0.45, "bm25_b": 0.3, "graph_ppr_damping": 0.8}, {"bridges": False}
     )
     before, after = source.read_text().splitlines(), target.read_text().splitlines()
     assert len(before) == len(after)

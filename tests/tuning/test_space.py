@@ -49,7 +49,8 @@ def test_a_valid_space_reads_every_part(tmp_path):
 
 def test_trial_values_apply_to_settings_and_plan_and_leave_lane_overrides_alone():
     base = load_config(REPOSITORY / "lanes.yaml")
-    settings, plan = split_params({"dense_weight": 0.45, "rrf_k": 30, "plan.bridges": False})
+    settings, plan = split_params({"dense_weight": 0.45000000000000007, "rrf_k": 30, "plan.bridges": False})
+    assert settings == {"dense_weight": 0.45, "rrf_k": 30} and plan == {"bridges": False}
     tuned = apply_params(base, settings, plan)
     assert (tuned.settings.dense_weight, tuned.settings.rrf_k, tuned.plan.bridges) == (0.45, 30, False)
     assert tuned.lanes == base.lanes
