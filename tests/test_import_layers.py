@@ -41,6 +41,8 @@ LAYERS = (
     # Driving Dagster: partitions, groups, the runner (handed the definitions it runs).
     "pipelines.orchestration",
     "pipelines.evaluation",
+    # Searching retrieval settings: trials scored by the evaluation, studies kept in PostgreSQL.
+    "pipelines.tuning",
     "pipelines.defs",
     "pipelines.definitions",
     "pipelines.bench",

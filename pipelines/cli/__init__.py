@@ -25,6 +25,7 @@ COMMAND_HELP = {
     "compile": "print the find statement lanes.yaml compiles to",
     "check": "prove the find statement plan-cacheable (six properties) and check the fusion primitives",
     "eval": "measure retrieval quality per arm (BM25, dense, sources, find, ablations) on a benchmark",
+    "tune": "search retrieval settings on a dataset's train questions (Optuna), judge them on dev",
     "ui": "open the Dagster UI for the Lanegraph assets",
     "bench": "time find against its index floor and per-lane round trips on synthetic corpora",
     "serve": "serve find and working memory over HTTP and MCP, each request as its API token's caller",
