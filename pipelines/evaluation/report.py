@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -173,15 +174,16 @@ def text_table(report: Mapping[str, object]) -> str:
 
 def category_table(report: Mapping[str, object]) -> str:
     """Each arm's figures per question category; empty when the questions carry no category."""
-    categories: Mapping[str, Mapping[str, object]] = report.get("categories") or {}  # type: ignore[assignment]
+    categories: Mapping[str, Mapping[str, Any]] = report.get("categories") or {}  # type: ignore[assignment]
     if not categories:
         return ""
     rows = []
+    metrics: list[str] = []
     for category, figures in categories.items():
-        arms: Mapping[str, Mapping[str, float]] = figures["arms"]  # type: ignore[assignment]
+        arms: Mapping[str, Mapping[str, float | None]] = figures["arms"]
         for arm, values in arms.items():
+            metrics = list(values)
             rows.append([f"{category} ({figures['queries']} q)", arm, *("—" if value is None else f"{value:.3f}" for value in values.values())])
-    metrics = list(next(iter(next(iter(categories.values()))["arms"].values())))  # type: ignore[union-attr]
     header = ["category", "arm", *map(_label, metrics)]
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
     return "\n".join(

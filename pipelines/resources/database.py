@@ -256,7 +256,9 @@ class Database:
     def block_signature(self, connection: psycopg.Connection, purpose: str, values: Sequence[str]) -> str | None:
         """The application's signature over `values` for `purpose` in this confined block's backend,
         which SQL run in the block cannot make; None in an owner connection, which needs none."""
-        backend_identity, login_name, values_text = connection.execute(BLOCK_SIGNING_INPUT, (list(values),)).fetchone()
+        backend_identity, login_name, values_text = one_row(
+            connection.execute(BLOCK_SIGNING_INPUT, (list(values),)), "the block's signing input"
+        )
         with self._logins_lock:
             login = next((login for login in self._logins.values() if login.login == login_name), None)
         return None if login is None else login.sign(backend_identity, f"{purpose}:{values_text}")

@@ -21,7 +21,8 @@ from pipelines.errors import InputError, first_line_of
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import ScopedRole
 from pipelines.serve.tokens import ApiToken
-from pipelines.write.documents.sources import jsonl_document
+from pipelines.write.documents.conversations import is_chat_record, is_turn_record
+from pipelines.write.documents.sources import jsonl_documents
 from pipelines.write.session.session import caller_id_prefix
 
 # What a job does with its JSONL file: the ingest's report, as JSON.
@@ -65,14 +66,15 @@ def ingest_with_runner(database_url: str) -> Ingest:
 
 def caller_records(body: str, caller: ApiToken, id_prefix: str) -> list[dict]:
     """The body's JSONL records, each checked as `lanegraph ingest` reads it, with a confined
-    caller's scopes and id prefix applied."""
+    caller's scopes and id prefix applied (to a conversation's name, which its turns' ids start
+    with, when the record is a turn or a chat log)."""
     records = []
     seen: dict[str, int] = {}
     for number, line in enumerate(body.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            document = jsonl_document(line)
+            documents = jsonl_documents(line)
             record = json.loads(line)
             if caller.scopes is not None:
                 scopes = record.get("scopes", list(caller.scopes))
@@ -82,17 +84,35 @@ def caller_records(body: str, caller: ApiToken, id_prefix: str) -> list[dict]:
                 if not scopes:
                     raise InputError("field 'scopes': a token with scopes writes documents under at least one of them")
                 record["scopes"] = scopes
-                record["id"] = document.id if document.id.startswith(id_prefix) else id_prefix + document.id
-                jsonl_document(json.dumps(record))
+                _apply_prefix(record, documents[0].id, id_prefix)
+                documents = jsonl_documents(json.dumps(record))
         except InputError as error:
             raise InputError(f"line {number}: {error}") from None
-        if record.get("id", document.id) in seen:
-            raise InputError(f"line {number}: duplicate id (first on line {seen[record.get('id', document.id)]})")
-        seen[record.get("id", document.id)] = number
+        for document in documents:
+            if document.id in seen:
+                raise InputError(f"line {number}: duplicate id {document.id!r} (first on line {seen[document.id]})")
+            seen[document.id] = number
         records.append(record)
     if not records:
         raise InputError("no records: send one JSON object a line (id, title, text, uri, observed_at, expires_at, scopes)")
     return records
+
+
+def _prefixed(value: str, id_prefix: str) -> str:
+    return value if value.startswith(id_prefix) else id_prefix + value
+
+
+def _apply_prefix(record: dict, first_id: str, id_prefix: str) -> None:
+    """Put the record's ids under the caller's prefix: a plain record's id; a conversation's name
+    (its turns' ids start with it) and any id it gives."""
+    if not (is_turn_record(record) or is_chat_record(record)):
+        record["id"] = _prefixed(first_id, id_prefix)
+        return
+    conversation = record.get("conversation") or (record.get("id") if is_chat_record(record) else None)
+    if conversation is not None:
+        record["conversation"] = _prefixed(str(conversation), id_prefix)
+    if "id" in record and not is_chat_record(record):
+        record["id"] = _prefixed(str(record["id"]), id_prefix)
 
 
 class Jobs:
