@@ -26,6 +26,36 @@ class InputError(LanegraphError):
     """A document, question or command-line value cannot be used."""
 
 
+# What to do after the server went away or ended the session in the middle of a command.
+RETRY_ADVICE = (
+    "once PostgreSQL is back (`lanegraph db start` for the embedded server), run the same command again"
+)
+
+
+def database_fault(error: BaseException) -> DatabaseError | None:
+    """A database error that is no bug of ours (the server went away, ended the session, cancelled
+    the statement, ran out of room or refused a value) as one line, or None for anything else.
+
+    Looks psycopg up only when something has imported it: otherwise no error can come from it, and
+    `lanegraph --help` stays free of it."""
+    import sys
+
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None or not isinstance(error, psycopg.Error):
+        return None
+    reason = first_line_of(error)
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return DatabaseError(
+            f"PostgreSQL cancelled the statement ({reason}): a statement timeout or an administrator; "
+            "raise statement_timeout for this login, or run the command again"
+        )
+    if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return DatabaseError(f"lost the connection to PostgreSQL ({reason}); {RETRY_ADVICE}")
+    if isinstance(error, (psycopg.DataError, psycopg.InternalError)):
+        return DatabaseError(f"PostgreSQL refused the command ({reason})")
+    return None
+
+
 def first_line_of(error: BaseException) -> str:
     """An exception's message cut to its first non-blank line (PostgreSQL adds DETAIL and HINT lines)."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
