@@ -11,7 +11,13 @@ class LanegraphError(Exception):
     def __str__(self) -> str:
         # Messages quote user text (a YAML key, a file name) that may hold newlines or terminal
         # escapes; escaping them keeps the message one line and the terminal unharmed.
-        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in super().__str__())
+        return printable(super().__str__())
+
+
+def printable(text: str) -> str:
+    """`text` with every character a terminal would act on (newlines, ESC and the other C0 and C1
+    controls, bidirectional overrides) written as its Python escape, so it prints on one line as is."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class ConfigError(LanegraphError):

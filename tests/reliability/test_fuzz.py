@@ -98,14 +98,14 @@ def test_reading_any_jsonl_never_raises_and_accounts_for_every_line(tmp_path_fac
     if path is None:
         return
     read = read_source(SourceFile("fuzz/fuzzed.jsonl", path, "jsonl"), max_bytes=MAX_BYTES)
-    FUZZED["records read"] += sum(1 for line in path.read_text().splitlines() if line.strip())
+    FUZZED["records read"] += sum(1 for line in path.read_text().split("\n") if line.strip())
     if read.unreadable:
         assert len(read.problems) == 1
         return
     for problem in read.problems:
         assert problem.location.startswith(f"{path}:"), problem
         assert_one_line(str(problem))
-    assert len(read.documents) + len(read.problems) == sum(1 for line in path.read_text().splitlines() if line.strip())
+    assert len(read.documents) + len(read.problems) == sum(1 for line in path.read_text().split("\n") if line.strip())
     for document in read.documents:
         assert normalize_row_scopes(list(document.scopes)) == document.scopes
         document.body.encode("utf-8")
