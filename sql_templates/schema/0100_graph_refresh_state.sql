@@ -8,3 +8,4 @@ CREATE TABLE IF NOT EXISTS lanegraph_graph_refresh (
     sources_state text NOT NULL,
     refreshed_at  timestamptz NOT NULL DEFAULT now()
 );
+REVOKE ALL ON lanegraph_graph_refresh FROM PUBLIC;
