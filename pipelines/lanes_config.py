@@ -34,6 +34,15 @@ ANN_WINDOW = 100
 # pgvector's largest hnsw.ef_search.
 MAX_ANN_SEARCH_DEPTH = 1000
 
+# The largest integer and float setting. Integers are bound as bigint and a lane limit multiplies up to
+# three of them (10^18 still fits bigint); a float is bound as double precision and scaled by others,
+# where a huge or infinite weight would overflow or turn every score into NaN. No useful value comes
+# near either bound, so a value beyond one is refused when lanes.yaml is read, not when find runs.
+MAX_INTEGER_SETTING = 1_000_000
+MAX_FLOAT_SETTING = 1e6
+# Settings that are no bind (find applies them itself), exempt from the bounds above.
+UNBOUND_SETTINGS = frozenset({"budget_tokens"})
+
 # The plan toggle that decides whether lanes of a kind exist; kinds not listed always exist.
 KIND_TOGGLES: dict[str, str] = {"profile": "profiles", "communities": "communities", "overview": "raptor"}
 # The plan toggle of a lane whose kind it shares with lanes that always exist (the entity catalog's
@@ -108,6 +117,18 @@ class Settings(StrictModel):
     bm25_k1: float = Field(default=1.2, ge=0, description="Okapi BM25 term-frequency saturation.")
     bm25_b: float = Field(default=0.75, ge=0, le=1, description="Okapi BM25 length normalisation.")
     budget_tokens: int = Field(default=4000, ge=1, description="Token budget find packs evidence into (not bound into the SQL).")
+
+
+    @pydantic.field_validator("*")
+    @classmethod
+    def _fits_its_bind(cls, value: object, info: pydantic.ValidationInfo) -> object:
+        if info.field_name in UNBOUND_SETTINGS:
+            return value
+        if isinstance(value, int) and value > MAX_INTEGER_SETTING:
+            raise _invalid(f"must be at most {MAX_INTEGER_SETTING:,} (got {value:,})")
+        if isinstance(value, float) and abs(value) > MAX_FLOAT_SETTING:
+            raise _invalid(f"must be at most {MAX_FLOAT_SETTING:,.0f} (got {value:g})")
+        return value
 
 
 SETTING_NAMES = frozenset(Settings.model_fields)

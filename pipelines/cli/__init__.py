@@ -1,7 +1,8 @@
 """`lanegraph`: the command line. Each subcommand lives in its own module with a `register` function.
 
-A `LanegraphError` (a mistake the user can fix) ends as one line on stderr and exit status 2; only a
-real bug shows a traceback.
+A `LanegraphError` (a mistake the user can fix) ends as one line on stderr and exit status 2, and so
+does a database fault (the server stopped, restarted or ended the session, a statement timeout);
+only a real bug shows a traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from importlib import import_module
 
-from pipelines.errors import LanegraphError
+from pipelines.errors import LanegraphError, database_fault
 
 # One module per command, in the order of `lanegraph --help`. The one-line help lives here so
 # that `lanegraph --help` lists every command without importing any (Dagster, torch, ranx: seconds).
@@ -71,6 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(arguments.handler(arguments) or 0)
     except LanegraphError as error:
         print(f"lanegraph: error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:
+        fault = database_fault(error)
+        if fault is None:
+            raise
+        print(f"lanegraph: error: {fault}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lanegraph: interrupted", file=sys.stderr)

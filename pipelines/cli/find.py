@@ -24,7 +24,7 @@ from pipelines.read.access import record_access_or_say
 from pipelines.read.find import FindResult, find, quoting_invalid_facts
 from pipelines.resources.database import open_database
 from pipelines.resources.read_servers import ReadServers
-from pipelines.errors import InputError
+from pipelines.errors import InputError, printable
 from pipelines.resources.scopes import parse_scopes
 
 NO_LONGER_VALID_MARK = "[no longer valid] "
@@ -98,9 +98,10 @@ def render(
         shown[candidate.lane] += 1
         if per_lane is not None and shown[candidate.lane] > per_lane:
             continue
-        source = f"  [{candidate.source_title}]" if candidate.source_title and candidate.kind == "facts" else ""
+        # Stored text is anyone's: a terminal escape in it must reach the screen as text.
+        source = f"  [{printable(candidate.source_title)}]" if candidate.source_title and candidate.kind == "facts" else ""
         marker = NO_LONGER_VALID_MARK if candidate.evidence_id in invalid else ""
-        line = f"{candidate.kind:<15} {marker}{candidate.line}{source}"
+        line = f"{candidate.kind:<15} {marker}{printable(candidate.line)}{source}"
         lines.append(line if width is None or len(line) <= width else line[: max(width - 1, 20)] + "…")
     if not result.evidence:
         lines.append("(no evidence found)")
@@ -136,7 +137,7 @@ def run_on_shards(arguments: argparse.Namespace, config: LanegraphConfig, scopes
 
 
 def render_fused(result: FuseResult, shards: dict[str, str], budget: int) -> str:
-    lines = [f"{item.source.rpartition('@')[2]:<8} {item.snippet_text}" for item in result.evidence]
+    lines = [f"{item.source.rpartition('@')[2]:<8} {printable(item.snippet_text)}" for item in result.evidence]
     if not result.evidence:
         lines.append("(no evidence found)")
     lines += [f"-- {name}: {where}" for name, where in shards.items()]

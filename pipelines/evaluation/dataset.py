@@ -23,9 +23,28 @@ Split = Literal["dev", "train", "all"]
 TRAIN_SPLIT = "train"
 
 
+def _storable(value: object) -> object:
+    """Text PostgreSQL can hold: no NUL character, no lone surrogate (a JSON \\ud800 escape)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("contains a NUL character, which PostgreSQL text cannot hold")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"holds a lone surrogate at character {error.start}") from None
+    return value
+
+
 class _Strict(BaseModel):
     # Lax mode turns JSON arrays into tuples but still refuses numbers where text is expected.
     model_config = ConfigDict(frozen=True)
+
+    @pydantic.field_validator("*", mode="after")
+    @classmethod
+    def _text_is_storable(cls, value: object) -> object:
+        for item in value if isinstance(value, tuple) else (value,):
+            _storable(item)
+        return value
 
 
 class Passage(_Strict):
@@ -111,10 +130,14 @@ def load_dataset(path: Path) -> Dataset:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(f"{path}: cannot read dataset ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not valid UTF-8 (at byte {error.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise InputError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid JSON: nested too deeply") from None
     return parse_dataset(data, path)
 
 

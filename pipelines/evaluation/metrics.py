@@ -64,7 +64,10 @@ def paired_p_value(control: np.ndarray, treatment: np.ndarray) -> float:
     """Two-sided p of the paired randomization test: could swapping the two arms per question explain the gap?
 
     scipy rather than ranx's numba test, whose parallel threads make the p-value vary between runs.
+    One question cannot tell the arms apart: either labelling is as likely, so p is 1.
     """
+    if len(control) < 2:
+        return 1.0
     result = permutation_test(
         (treatment, control),
         _mean_difference,

@@ -2,7 +2,8 @@
 
 `ingest(path)` registers the source files of a folder or JSONL file as partitions and runs the
 `ingest_documents` job once over every partition with work to do (new, changed or removed files, and
-any whose last run did not finish), then the `refresh_graph` job. `materialize(names)` runs assets
+any whose last run did not finish), then the `refresh_graph` job when a document changed or a graph
+step's last completed refresh consumed other documents than there are now (a refresh cut short). `materialize(names)` runs assets
 by name (by default every asset but the read side's): per-document assets over all their
 partitions, the others once. Both return what each asset reported (inserted, updated, deleted,
 unchanged, skipped, rows, ...) and every asset check's outcome.
@@ -36,6 +37,7 @@ from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
 from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line_of
+from pipelines.write.graph.refresh_state import steps_out_of_step
 from pipelines.write.documents.registry import Registration, register_path, source_bytes, unfinished_sources
 from pipelines.write.report import run_values
 
@@ -96,6 +98,9 @@ def ingest(
             keys = report.registration.keys
             pending = set(unfinished_sources(connection, keys))
             pending_bytes = source_bytes(connection, sorted(pending))
+            graph_keys = _graph_keys(definitions)
+            # A graph refresh cut short (killed, failed) left a step behind its sources.
+            graph_behind = steps_out_of_step(connection, [key.path[-1] for key in graph_keys])
     if not keys:
         refused = "; ".join(str(problem) for problem in report.registration.ignored)
         raise InputError(f"{path}: nothing to ingest" + (f" (refused: {refused})" if refused else "; no markdown, text or JSONL files"))
@@ -112,8 +117,7 @@ def ingest(
         if pending:
             report.partitions = [key for key in ordered if key in pending]
             runner.run(INGEST_JOB, report, tags=covering_range_tags(ordered, pending))
-        graph_keys = _graph_keys(definitions)
-        if refresh_graph and graph_keys and (pending or not _all_materialized(dagster, graph_keys)):
+        if refresh_graph and graph_keys and (pending or graph_behind or not _all_materialized(dagster, graph_keys)):
             runner.run_graph(graph_keys, report)
     return report
 

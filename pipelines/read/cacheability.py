@@ -260,7 +260,7 @@ def reaches_indexes(
         if catalog.primary_keys[table] not in used
     ]
     scanned = sorted(
-        {node["Relation Name"] for node in nodes if node["Node Type"] == "Seq Scan"} - set(SEQ_SCAN_ALLOWED)
+        {node["Relation Name"] for node in nodes if node["Node Type"] == "Seq Scan" and "Relation Name" in node} - set(SEQ_SCAN_ALLOWED)
     )
     confined_whole = sorted(read_whole(confined_plan) - read_whole(plan)) if confined_plan is not None else []
     if missing or scanned or unprompted_misses or confined_whole:
@@ -300,7 +300,9 @@ def read_whole(plan: dict) -> set[str]:
     return {
         node["Relation Name"]
         for node in plan_nodes(plan["Plan"])
-        if node["Node Type"] == "Seq Scan"
+        # A scan of a function or a CTE names no relation.
+        if "Relation Name" in node
+        and node["Node Type"] == "Seq Scan"
         or (node["Node Type"] in INDEX_SCANS and "Index Cond" not in node and "Order By" not in node)
     }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.read.compiler import UNION_CTE, CompiledStatement, bind_values, compile_find
 from pipelines.read.execute import explain_as_prepared
-from pipelines.read.find import find_settings, find_transaction, settings_in_force
+from pipelines.read.find import checked_question, find_settings, find_transaction, settings_in_force
 from pipelines.resources.database import Database
 from pipelines.resources.embedder import EmbedderResource, QuestionEmbedder
 
@@ -55,6 +55,7 @@ def explain_find(
     embedder: QuestionEmbedder | None = None,
 ) -> ExplainReport:
     config = config or load_config()
+    question = checked_question(question)
     statement = compile_find(config)
     vector = (embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()).embed_questions([question])[0]
     values = bind_values(config, question=question, query_vector=vector)

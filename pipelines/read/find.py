@@ -20,6 +20,7 @@ from typing import TypeVar
 import psycopg
 
 from pipelines.config import LanegraphConfig, load_config
+from pipelines.lanes_config import MAX_INTEGER_SETTING
 from pipelines.read.compiler import RESULT_COLUMNS, bind_values, compile_find
 from pipelines.read.execute import run_statement
 from pipelines.resources.database import Database
@@ -153,9 +154,11 @@ def find(
         )
         return replace(result, served_by=outcome.server, degraded_reason=outcome.degraded_reason)
     config = config or load_config()
-    question = _checked_question(question)
+    question = checked_question(question)
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise InputError(f"k must be a positive integer (the sources and facts lanes keep k rows), got {k!r}")
+    if k is not None and k > MAX_INTEGER_SETTING:
+        raise InputError(f"k must be at most {MAX_INTEGER_SETTING:,} (it is bound into the find statement), got {k:,}")
     budget = config.settings.budget_tokens if budget is None else budget
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
@@ -215,7 +218,8 @@ def fuzzy_mention_threshold(config: LanegraphConfig) -> float:
     return min([config.settings.mention_fuzzy_similarity, *overrides])
 
 
-def _checked_question(question: str) -> str:
+def checked_question(question: str) -> str:
+    """The question as find can send it, or an `InputError` saying why not."""
     if not isinstance(question, str):
         raise InputError(f"the question must be text, got {type(question).__name__}")
     if not question.strip():

@@ -1,11 +1,13 @@
-"""Fuzzing the two files a user hands Lanegraph: JSONL records and lanes.yaml values.
+"""Fuzzing what a user hands Lanegraph: JSONL records, lanes.yaml values, datasets and questions.
 
 Whatever a record holds (any code point including lone surrogates, deep nesting, wrong types,
 scopes of every shape, unknown fields, raw garbage), reading it never raises: each line becomes a
 document or one one-line reason naming file and line. Written to a real database, a fuzzed file
 leaves consistent BM25 statistics and only scopes a caller can present. Whatever a lane or setting
 of lanes.yaml says, `lanegraph check --offline` ends in a report or one error line, never a
-traceback. The summary lines count what was fuzzed (LANEGRAPH_FUZZ_EXAMPLES scales every test).
+traceback. A dataset file of any shape, encoding or depth loads or is refused in one line naming it; any
+question is refused in one line or split into terms, and `find` and `explain` answer a smaller sample
+of them on a real database. Together over 1,000 inputs by default. The summary lines count what was fuzzed (LANEGRAPH_FUZZ_EXAMPLES scales every test).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import REPOSITORY
+from pipelines.errors import InputError
+from pipelines.evaluation.dataset import load_dataset
+from pipelines.read.find import checked_question
+from pipelines.read.question import question_terms
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import normalize_row_scopes
 from pipelines.write.documents.bm25 import statistics_consistent, statistics_health
@@ -98,14 +105,14 @@ def test_reading_any_jsonl_never_raises_and_accounts_for_every_line(tmp_path_fac
     if path is None:
         return
     read = read_source(SourceFile("fuzz/fuzzed.jsonl", path, "jsonl"), max_bytes=MAX_BYTES)
-    FUZZED["records read"] += sum(1 for line in path.read_text().splitlines() if line.strip())
+    FUZZED["records read"] += sum(1 for line in path.read_text().split("\n") if line.strip())
     if read.unreadable:
         assert len(read.problems) == 1
         return
     for problem in read.problems:
         assert problem.location.startswith(f"{path}:"), problem
         assert_one_line(str(problem))
-    assert len(read.documents) + len(read.problems) == sum(1 for line in path.read_text().splitlines() if line.strip())
+    assert len(read.documents) + len(read.problems) == sum(1 for line in path.read_text().split("\n") if line.strip())
     for document in read.documents:
         assert normalize_row_scopes(list(document.scopes)) == document.scopes
         document.body.encode("utf-8")
@@ -175,6 +182,86 @@ def test_check_answers_any_lane_or_setting_with_a_report_or_one_line(
         # The file, or the field or lane (a lane's parts are checked after loading, by lane and key).
         assert any(where in stderr for where in (str(path), "lanes.", "settings.", "lane ")), stderr
         FUZZED["lanes.yaml values refused in one line"] += 1
+
+
+DATASET_TEXT = st.one_of(ANY_TEXT, st.sampled_from(["", "Where?", "x\x00y", "\ud800", "q" * 5000]))
+PASSAGE = st.fixed_dictionaries(
+    {"id": st.one_of(st.sampled_from(["p1", "p2", "p3"]), ANY_TEXT), "title": DATASET_TEXT, "text": DATASET_TEXT},
+    optional={"extra": JSON_VALUE},
+)
+QUESTION = st.fixed_dictionaries(
+    {"id": ANY_TEXT, "text": DATASET_TEXT, "gold_ids": st.lists(st.sampled_from(["p1", "p2", "p9"]), max_size=3)},
+    optional={"answers": st.lists(DATASET_TEXT, max_size=2), "meta": st.one_of(JSON_VALUE, st.just({"split": "train"}))},
+)
+DATASET = st.one_of(
+    st.fixed_dictionaries({"name": DATASET_TEXT, "corpus": st.lists(PASSAGE, max_size=4), "queries": st.lists(QUESTION, max_size=3)}),
+    JSON_VALUE,
+)
+
+
+@settings(max_examples=int(300 * SCALE), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=DATASET, encoding=st.sampled_from(["utf-8", "utf-16", "latin-1"]), nesting=st.integers(0, 3000))
+def test_any_dataset_file_loads_or_is_refused_in_one_line_naming_it(
+    tmp_path_factory, data: object, encoding: str, nesting: int
+) -> None:
+    path = tmp_path_factory.mktemp("dataset") / "dataset.json"
+    text = json.dumps(data, ensure_ascii=False)
+    if nesting > 2000:
+        text = '{"name": ' + "[" * nesting + "]" * nesting + "}"
+    try:
+        path.write_bytes(text.encode(encoding, errors="surrogatepass"))
+    except UnicodeEncodeError:
+        return
+    FUZZED["datasets loaded"] += 1
+    try:
+        dataset = load_dataset(path)
+    except InputError as error:
+        assert_one_line(str(error), str(path))
+        FUZZED["datasets refused in one line"] += 1
+        return
+    for text_value in [question.text for question in dataset.questions] + [passage.text for passage in dataset.passages]:
+        text_value.encode("utf-8")
+        assert "\x00" not in text_value
+
+
+QUESTION_TEXT = st.one_of(
+    ANY_TEXT, st.text(max_size=300), st.sampled_from(["", " ", "Heron\x00", "Heron \udcff", "x" * 4001, "\u2028\x1b[2J"])
+)
+
+
+@settings(max_examples=int(300 * SCALE), deadline=None, suppress_health_check=list(HealthCheck))
+@given(question=QUESTION_TEXT)
+def test_any_question_is_checked_and_split_into_terms_or_refused_in_one_line(question: str) -> None:
+    FUZZED["questions checked"] += 1
+    try:
+        checked = checked_question(question)
+    except InputError as error:
+        assert_one_line(str(error), "question")
+        return
+    for term in question_terms(checked):
+        term.encode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def find_database(make_schema_url) -> Iterator[str]:
+    url = make_schema_url()
+    with Database(url) as database, database.connection() as connection:
+        connection.execute("INSERT INTO document (id, title, body, content_hash) VALUES ('d', 'Heron', 'Heron flies.', 'h')")
+    yield url
+
+
+@settings(max_examples=int(15 * SCALE), deadline=None, suppress_health_check=list(HealthCheck))
+@given(question=QUESTION_TEXT, command=st.sampled_from(["find", "explain"]))
+def test_find_and_explain_answer_any_question_or_refuse_it_in_one_line(
+    find_database: str, capsys: pytest.CaptureFixture[str], question: str, command: str
+) -> None:
+    FUZZED["questions asked of the database"] += 1
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DATABASE_URL", find_database)
+        status, _, stderr = run_cli(capsys, command, question, *(["--trace"] if command == "find" else []))
+    assert status in (0, 2), stderr
+    if status == 2:
+        assert_one_line(stderr.strip())
 
 
 def test_report_what_was_fuzzed() -> None:

@@ -7,7 +7,8 @@ It opens no connection and starts no thread itself, which keeps forking safe.
 Protocol, one JSON object per line: `{"op": "start", "job": {...}}` answers `{"pid": P}`;
 `{"op": "wait", "pid": P}` answers `{"exit": CODE}` (negative: killed by that signal). A job is
 `url`, `corpus`, `home` (DAGSTER_HOME), `log` (the child's output), `result` (where the child
-writes `{"statements": N}`), and optionally `kill_at` = N: just before its N-th SQL statement or
+writes `{"statements": N}`), optionally `graph` = false (the per-document run only, as a run killed
+right after it leaves things), and optionally `kill_at` = N: just before its N-th SQL statement or
 commit the run SIGKILLs itself, after first SIGKILLing every process of the database server whose
 postmaster is `postmaster_pid` when `kill` = "server".
 
@@ -120,7 +121,10 @@ def _run_child(job: dict) -> None:
         fault = FaultAtStatement(job)
         fault.install()
         with dg.DagsterInstance.get() as instance:
-            ingest(Path(job["corpus"]), definitions=definitions(), instance=instance, database_url=job["url"])
+            ingest(
+                Path(job["corpus"]), definitions=definitions(), instance=instance, database_url=job["url"],
+                refresh_graph=job.get("graph", True),
+            )
         Path(job["result"]).write_text(json.dumps({"statements": fault.count}))
         status = 0
     except BaseException:

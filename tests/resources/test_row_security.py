@@ -20,7 +20,9 @@ from tests.reliability.tenancy import ESCAPES
 
 # Bookkeeping without scopes: the migrations', and the write side's registry of source files. No
 # caller role may read them (checked below), so they need no row security.
-SCOPE_FREE_TABLES = {"lanegraph_migration", "lanegraph_setting", "lanegraph_confined_login", "document_source"}
+SCOPE_FREE_TABLES = {
+    "lanegraph_migration", "lanegraph_setting", "lanegraph_confined_login", "lanegraph_graph_refresh", "document_source",
+}
 POLICIES = {
     "lanegraph_owner", "lanegraph_reader_select", "lanegraph_writer_select", "lanegraph_writer_insert",
     "lanegraph_writer_update",

@@ -11,6 +11,7 @@ import dagster as dg
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.refresh_checks import follows_its_sources
 from pipelines.defs.write.run_config import lanes_yaml_default
 from pipelines.orchestration.groups import GRAPH_GROUP
 from pipelines.resources.database import DatabaseResource
@@ -25,6 +26,7 @@ from pipelines.write.graph.graph_store import (
     build_raptor,
     refresh_entity_graph,
 )
+from pipelines.write.graph.refresh_state import refreshing
 from pipelines.write.plots import sizes_per_level_chart
 from pipelines.write.report import StepReport, markdown_table
 from pipelines.resources.rows import one_row
@@ -62,7 +64,8 @@ def _count_redone(step: StepReport, redone: Redone, rows_before: int) -> dict[st
 )
 def entity_graph(context: dg.AssetExecutionContext, database: DatabaseResource, embedder: EmbedderResource) -> dg.MaterializeResult:
     step = StepReport(unit="entities", preview_columns=("entity", "kind", "degree", "aliases"))
-    graph = refresh_entity_graph(database.get_database(), embedder.get_embedder().embed, context.log.info)
+    with refreshing(database.get_database(), "entity_graph"):
+        graph = refresh_entity_graph(database.get_database(), embedder.get_embedder().embed, context.log.info)
     step.updated = (
         graph.kinds_reconciled + graph.degrees_updated + graph.facts_embedded + graph.entities_embedded
         + graph.kinds_embedded
@@ -110,10 +113,11 @@ def communities(
     rows_before = _rows(database, q.COMMUNITY_COUNT)
     settings = CommunitySettings(**config.model_dump(exclude={"rebuild"}))
     model = embedder.get_embedder()
-    built = build_communities(
-        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
-        requested=config.rebuild, embedding_model=model.model_id,
-    )
+    with refreshing(database.get_database(), "communities"):
+        built = build_communities(
+            database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+            requested=config.rebuild, embedding_model=model.model_id,
+        )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = built.communities
     step.preview_rows = built.preview
@@ -153,10 +157,11 @@ def entity_profiles(
     step = StepReport(unit="profiles", preview_columns=("entity", "facts", "summary"))
     rows_before = _rows(database, q.PROFILE_COUNT)
     model = embedder.get_embedder()
-    built = build_profiles(
-        database.get_database(), config.min_degree, summarizer.get_summarizer(), model.embed, context.log.info,
-        requested=config.rebuild, embedding_model=model.model_id,
-    )
+    with refreshing(database.get_database(), "entity_profiles"):
+        built = build_profiles(
+            database.get_database(), config.min_degree, summarizer.get_summarizer(), model.embed, context.log.info,
+            requested=config.rebuild, embedding_model=model.model_id,
+        )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = built.profiles
     step.preview_rows = built.preview
@@ -203,10 +208,11 @@ def raptor_levels(
     rows_before = _rows(database, q.RAPTOR_NODE_COUNT)
     settings = RaptorSettings(**config.model_dump(exclude={"rebuild"}))
     model = embedder.get_embedder()
-    built = build_raptor(
-        database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
-        requested=config.rebuild, embedding_model=model.model_id,
-    )
+    with refreshing(database.get_database(), "raptor_levels"):
+        built = build_raptor(
+            database.get_database(), settings, summarizer.get_summarizer(), model.embed, context.log.info,
+            requested=config.rebuild, embedding_model=model.model_id,
+        )
     redone = _count_redone(step, built.redone, rows_before)
     step.rows = step.processed = sum(built.nodes_per_level.values())
     step.preview_rows = [(summary,) for summary in built.roots]
@@ -262,3 +268,9 @@ def community_coverage(database: DatabaseResource) -> dg.AssetCheckResult:
         metadata={"related_entities": related, "covered_entities": covered, "coverage": round(share, 3),
                   "threshold": COMMUNITY_COVERAGE_THRESHOLD},
     )
+
+
+entity_graph_follows_its_sources = follows_its_sources(entity_graph)
+communities_follow_their_sources = follows_its_sources(communities)
+entity_profiles_follow_their_sources = follows_its_sources(entity_profiles)
+raptor_levels_follow_their_sources = follows_its_sources(raptor_levels)

@@ -3,9 +3,11 @@
 import dagster as dg
 
 from pipelines.defs.write.graph_metadata import dagster_metadata
+from pipelines.defs.write.refresh_checks import follows_its_sources
 from pipelines.orchestration.groups import GRAPH_GROUP
 from pipelines.resources.database import DatabaseResource
 from pipelines.write.graph import title_link_sql as q
+from pipelines.write.graph.refresh_state import refreshing
 from pipelines.write.graph.title_links import refresh_title_links
 from pipelines.write.report import StepReport
 
@@ -21,7 +23,8 @@ from pipelines.write.report import StepReport
 )
 def title_links(context: dg.AssetExecutionContext, database: DatabaseResource) -> dg.MaterializeResult:
     step = StepReport(unit="chunks", preview_columns=("most linked document", "links"))
-    links = refresh_title_links(database.get_database(), context.log.info)
+    with refreshing(database.get_database(), "title_links"):
+        links = refresh_title_links(database.get_database(), context.log.info)
     step.inserted = links.inserted
     step.deleted = links.deleted
     step.unchanged = links.links - links.inserted
@@ -45,3 +48,6 @@ def title_links_follow_row_security(database: DatabaseResource) -> dg.AssetCheck
     with database.connection() as connection:
         (out_of_step,) = connection.execute(q.LINKS_OUT_OF_STEP).fetchall()[0]
     return dg.AssetCheckResult(passed=out_of_step == 0, metadata={"links_out_of_step": out_of_step})
+
+
+title_links_follow_their_sources = follows_its_sources(title_links)

@@ -35,6 +35,9 @@ lexeme AS (
         sum(cardinality(entry.positions)) OVER (PARTITION BY input.chunk_id) AS chunk_length
     FROM input
     CROSS JOIN LATERAL unnest(to_tsvector(%(text_search_config)s::regconfig, input.indexed_text)) AS entry
+    -- A term is keyed with its scopes (up to 2,000 bytes) in a B-tree, whose rows hold at most
+    -- 2,704 bytes; a longer "word" (a hash, a run of one letter) is never what a question asks.
+    WHERE octet_length(entry.lexeme) <= 400
 ),
 posting AS (
     INSERT INTO bm25_posting (term, chunk_id, term_frequency, chunk_length, scopes)

@@ -16,9 +16,13 @@ import json
 import re
 from dataclasses import dataclass
 
-from pipelines.write.documents.sources import sha256_text
+from pipelines.write.documents.sources import sha256_text, without_title_heading
 
-TOKEN = re.compile(r"\w+|[^\w\s]")
+# A word longer than MAX_TOKEN_CHARS counts as one token per MAX_TOKEN_CHARS characters (the embedding
+# model sees many word pieces in it), so a chunk holding one still fits its budget and a window can
+# cut through it.
+MAX_TOKEN_CHARS = 64
+TOKEN = re.compile(rf"\w{{1,{MAX_TOKEN_CHARS}}}|[^\w\s]")
 _LINE = re.compile(r"[^\n]*\n?")
 # Lines that open a block of their own: markdown headings, list items, quotes and table rows.
 _STRUCTURE_LINE = re.compile(r"[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>|\|)")
@@ -29,7 +33,7 @@ _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|Inc|Ltd|Co|Corp|vs|etc|No|Fig|approx|e\.g|i\.e)|\b[A-Z])\.$"
 )
 # A chunker change that alters output must change this, so every document is chunked again.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ def chunking_fingerprint(content_hash: str, max_tokens: int, overlap_tokens: int
 
 def chunk_document(title: str, body: str, *, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
     """The document's chunks in order; each fits `max_tokens` together with the title."""
-    text = _without_title_heading(body, title)
+    text = without_title_heading(body, title)
     # A long title may not crowd out the text: the chunk keeps at least half the budget.
     budget = max(max_tokens - count_tokens(title), max_tokens // 2)
     overlap = min(overlap_tokens, budget // 2)
@@ -74,15 +78,6 @@ def chunk_document(title: str, body: str, *, max_tokens: int, overlap_tokens: in
         chunk_text = text[start:end]
         chunks.append(Chunk(position, chunk_text, count_tokens(chunk_text)))
     return chunks
-
-
-def _without_title_heading(body: str, title: str) -> str:
-    """The body without its opening `# Title` line: the title is prefixed to every chunk anyway."""
-    stripped = body.lstrip()
-    first_line, _, rest = stripped.partition("\n")
-    if first_line.startswith("#") and first_line.lstrip("#").strip().rstrip("#").strip() == title:
-        return rest
-    return body
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

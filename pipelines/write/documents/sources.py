@@ -37,6 +37,8 @@ from pipelines.write.report import Problem
 
 SOURCE_KINDS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".jsonl": "jsonl"}
 JSONL_FIELDS = ("id", "title", "text", "uri", "observed_at", "expires_at", "scopes", *TURN_FIELDS)
+# A document whose text is only its title heading would have no chunk: nothing to find it by.
+NO_TEXT = "no text besides the title; a document needs text to be chunked and found"
 # A markdown title is the first level-1 ATX heading; closing #s are decoration.
 _H1 = re.compile(r"^#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
 
@@ -121,7 +123,7 @@ def discover_sources(path: Path) -> tuple[list[SourceFile], list[Problem]]:
             raise InputError(f"{path}: unsupported file type; expected {', '.join(SOURCE_KINDS)}")
         return [SourceFile(source_key(path.parent, path), path, kind)], []
     sources, ignored = [], []
-    for file in sorted(_visible_files(path)):
+    for file in _visible_files(path, set(), set()):
         kind = SOURCE_KINDS.get(file.suffix.lower())
         if kind is None:
             ignored.append(Problem(str(file), f"unsupported file type; expected {', '.join(SOURCE_KINDS)}"))
@@ -130,14 +132,29 @@ def discover_sources(path: Path) -> tuple[list[SourceFile], list[Problem]]:
     return sources, ignored
 
 
-def _visible_files(folder: Path) -> Iterator[Path]:
-    for entry in folder.iterdir():
+def _visible_files(folder: Path, folders_seen: set[Path], files_seen: set[Path]) -> Iterator[Path]:
+    """Files in path order, each real file once: a symbolic link back into the folder (a loop) or to
+    a file already listed adds nothing."""
+    folders_seen.add(folder.resolve())
+    for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
+        real = entry.resolve()
         if entry.is_dir():
-            yield from _visible_files(entry)
-        elif entry.is_file():
+            if real not in folders_seen:
+                yield from _visible_files(entry, folders_seen, files_seen)
+        elif entry.is_file() and real not in files_seen:
+            files_seen.add(real)
             yield entry
+
+
+def without_title_heading(body: str, title: str) -> str:
+    """The body without its opening `# Title` line: the title is prefixed to every chunk anyway."""
+    stripped = body.lstrip()
+    first_line, _, rest = stripped.partition("\n")
+    if first_line.startswith("#") and first_line.lstrip("#").strip().rstrip("#").strip() == title:
+        return rest
+    return body
 
 
 def markdown_title(text: str) -> str | None:
@@ -190,6 +207,8 @@ def read_source(source: SourceFile, max_bytes: int) -> SourceRead:
         documents, problems = _jsonl_documents(text, location, max_bytes)
         return SourceRead(tuple(documents), tuple(problems), file_hash)
     title = (markdown_title(text) if source.kind == "markdown" else None) or source.path.stem
+    if not without_title_heading(text, title).strip():
+        return _unreadable(location, NO_TEXT, file_hash)
     document = SourceDocument(id=source.key, title=title, body=text, uri=source.path.as_uri())
     return SourceRead((document,), (), file_hash)
 
@@ -203,7 +222,10 @@ def _jsonl_documents(text: str, location: str, max_bytes: int) -> tuple[list[Sou
     problems: list[Problem] = []
     first_line: dict[str, int] = {}
     numbering = TurnNumbering()
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Records end at \n only: str.splitlines also splits at U+2028, U+2029, U+0085 and other
+    # separators that JSON allows raw inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         where = f"{location}:{number}"
@@ -254,6 +276,8 @@ def jsonl_documents(line: str, numbering: TurnNumbering | None = None) -> list[S
     uri = optional_text(record, "uri")
     document_id = optional_text(record, "id") or uri or (turn.default_id if turn else f"sha256:{sha256_text(text)[:32]}")
     title = optional_text(record, "title") or (turn.default_title if turn else markdown_title(text)) or document_id
+    if not turn and not without_title_heading(text, title).strip():
+        raise InputError(f"field 'text': {NO_TEXT}")
     return [
         SourceDocument(
             id=document_id,
