@@ -181,19 +181,25 @@ def mention_problem(arguments: list[str]) -> str | None:
     """Why an inline mention names no real command, subcommand or option, or None. Its required
     arguments may be left out: a sentence names a command, it does not run it."""
     parser = _parser()
-    options: set[str] = set()
+    options: dict[str, argparse.Action] = {}
+    taking_value = False
     for word in arguments:
         if word.startswith("-"):
-            if word.split("=", 1)[0] not in options:
+            name = word.split("=", 1)[0]
+            if name not in options:
                 return f"no option {word} here"
+            taking_value = "=" not in word and options[name].nargs != 0
             continue
+        if taking_value:
+            taking_value = False
+            continue  # the option's value
         subcommands = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
         if subcommands is None:
             continue  # an argument's value
         if word not in subcommands.choices:
             return f"no command {word!r}"
         parser = subcommands.choices[word]
-        options = {option for action in parser._actions for option in action.option_strings}
+        options = {option: action for action in parser._actions for option in action.option_strings}
     return None
 
 
@@ -312,15 +318,19 @@ def test_the_checkers_fail_on_a_broken_command_and_a_broken_link(tmp_path: Path)
     assert problems[4].endswith("lanegraph db migrat: no command 'migrat'")
 
 
-def test_every_json_example_is_a_record_ingest_accepts():
-    records = [
-        line
-        for path in markdown_files()
-        for _, language, body in _code_blocks(path.read_text(encoding="utf-8"))
-        if language in {"json", "jsonl"}
-        for line in body
-        if line.strip()
-    ]
+def test_every_json_example_is_a_record_ingest_accepts_or_a_valid_document():
+    # A block of one-line objects shows records; a block that spreads one object over lines shows
+    # a configuration (an MCP client's, say), which must at least be valid JSON.
+    records = []
+    for path in markdown_files():
+        for _, language, body in _code_blocks(path.read_text(encoding="utf-8")):
+            lines = [line for line in body if line.strip()]
+            if language not in {"json", "jsonl"} or not lines:
+                continue
+            if all(line.lstrip().startswith("{") and line.rstrip().endswith("}") for line in lines):
+                records += lines
+            else:
+                json.loads("\n".join(lines))
     assert records and all(jsonl_documents(line) for line in records)
 
 
