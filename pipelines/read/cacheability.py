@@ -302,8 +302,10 @@ def read_whole(plan: dict) -> set[str]:
         for node in plan_nodes(plan["Plan"])
         # A scan of a function or a CTE names no relation.
         if "Relation Name" in node
-        and node["Node Type"] == "Seq Scan"
-        or (node["Node Type"] in INDEX_SCANS and "Index Cond" not in node and "Order By" not in node)
+        and (
+            node["Node Type"] == "Seq Scan"
+            or (node["Node Type"] in INDEX_SCANS and "Index Cond" not in node and "Order By" not in node)
+        )
     }
 
 
