@@ -227,9 +227,14 @@ class Database:
         itself reset), and an owner connection's adapters (pgvector's types registered), which a
         confined connection copies instead of looking the types up again."""
         role, caller_scopes = key
-        with self._pool.connection() as connection:
-            row = connection.execute(CONFINED_LOGIN_FOR, (role.value, list(caller_scopes), reset_password)).fetchone()
-            adapters = connection.adapters
+        try:
+            # As long as a connection may take to open, not the pool's half minute: a confined
+            # block opened while the server is down says so at once (a server answers 503).
+            with self._pool.connection(timeout=CONNECT_TIMEOUT_SECONDS) as connection:
+                row = connection.execute(CONFINED_LOGIN_FOR, (role.value, list(caller_scopes), reset_password)).fetchone()
+                adapters = connection.adapters
+        except PoolTimeout:
+            raise DatabaseError(_describe_connect_failure(self.url, TimeoutError("timed out"))) from None
         if row is None:
             # A hot standby holds only the logins its primary made; reads fall back to the primary.
             raise DatabaseError(

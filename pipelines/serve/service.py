@@ -24,7 +24,7 @@ from pipelines.config import LanegraphConfig, ServeSettings, data_dir, load_conf
 from pipelines.errors import DatabaseError, InputError, first_line_of
 from pipelines.read.access import record_access_or_say
 from pipelines.read.find import find
-from pipelines.resources.database import Database, open_database
+from pipelines.resources.database import Database, connect, open_database
 from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.migrations import check_standby_schema
 from pipelines.resources.read_servers import ReadServers
@@ -165,7 +165,9 @@ class Service:
         migration this code expects, each read server answers within its lag limit."""
         checks: dict[str, str] = {}
         try:
-            with self.database.connection() as connection:
+            # A connection of its own, not one from the pool: while the server is down a pooled
+            # request waits out the pool's timeout, and a load balancer's probe must hear at once.
+            with connect(self.database.url) as connection:
                 try:
                     check_standby_schema(connection, self.config.pipeline.embedding.dimension)
                     checks["migrations"] = "ok"
