@@ -28,11 +28,12 @@ WITH capped AS (
     WHERE document.retracted_at IS NULL
       AND (document.expires_at IS NULL OR document.expires_at > now())
       -- Published: no chunk of the document awaits its embedding (0091), so a document being
-      -- ingested is in no lane until it is in all of them.
-      AND NOT EXISTS (
-          SELECT FROM chunk AS unembedded
-          WHERE unembedded.document_id = chunk.document_id AND unembedded.embedding IS NULL
-      )
+      -- ingested is in no lane until it is in all of them. The documents being ingested are read
+      -- once, from 0091's partial index (empty between ingests): probed per row instead, a
+      -- confined caller's generic plan read every chunk on a small corpus.
+      AND NOT chunk.document_id = ANY(ARRAY(
+          SELECT unembedded.document_id FROM chunk AS unembedded WHERE unembedded.embedding IS NULL
+      ))
 ),
 kept AS (
     SELECT capped.chunk_id, capped.score, capped.direct, capped.document_id, capped.text, capped.scopes, capped.title, capped.page
