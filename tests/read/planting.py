@@ -18,6 +18,7 @@ import psycopg
 
 from pipelines.resources.embedder import LocalMiniLMEmbedder
 from pipelines.write.documents.bm25_sql import REFRESH_CORPUS
+from tests import ANALYZE_OWN_SCHEMA
 
 class MemoEmbedder:
     """The bundled embedder with a memory: each distinct text is embedded once per test session."""
@@ -157,7 +158,7 @@ class Planter:
             " FROM bm25_posting WHERE term LIKE 'zzfiller%%' GROUP BY term, scopes"
         )
         self.connection.execute(REFRESH_CORPUS)
-        self.connection.execute("ANALYZE")
+        self.connection.execute(ANALYZE_OWN_SCHEMA)
 
     def entity_kind(self, name: str, description: str) -> str:
         self.connection.execute(

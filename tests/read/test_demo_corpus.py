@@ -9,7 +9,7 @@ from collections.abc import Callable
 import dagster as dg
 import pytest
 
-from tests import REPOSITORY
+from tests import ANALYZE_OWN_SCHEMA, REPOSITORY
 from pipelines.read.cacheability import check_cacheability, plan_nodes
 from pipelines.read.find import FindResult, find
 from pipelines.resources.database import Database
@@ -29,7 +29,7 @@ def demo(make_schema_url: Callable[[], str]) -> Database:
     database = Database(url)
     with database.connection() as connection:
         # Statistics for the planner now, rather than whenever autovacuum gets to the new tables.
-        connection.execute("ANALYZE")
+        connection.execute(ANALYZE_OWN_SCHEMA)
         if not connection.execute("SELECT count(*) FROM session_item").fetchone()[0]:
             with Planter(connection) as plant:
                 for line in (DEMO / "session_items.jsonl").read_text().splitlines():

@@ -13,7 +13,7 @@ import pytest
 from pipelines.config import load_config
 from pipelines.read.find import find
 from pipelines.resources.database import Database
-from tests import REPOSITORY
+from tests import ANALYZE_OWN_SCHEMA, REPOSITORY
 from tests.read.planting import EMBEDDER, Planter
 
 RECORDS = 300
@@ -40,7 +40,7 @@ def shipments(make_database) -> Database:  # type: ignore[no-untyped-def]
                     f"Shipment {code(number)} of {chosen.choice(GOODS)} from {chosen.choice(CITIES)} "
                     f"was {chosen.choice(STATES)} at the harbour.",
                 )
-        connection.execute("ANALYZE")
+        connection.execute(ANALYZE_OWN_SCHEMA)
     return database
 
 

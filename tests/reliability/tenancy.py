@@ -19,6 +19,7 @@ import numpy as np
 import psycopg
 
 from pipelines.resources.embedder import EmbedderResource
+from tests import ANALYZE_OWN_SCHEMA
 
 TOKEN = re.compile(r"zx[a-z]{6}")
 TENANTS = ("acme", "borealis", "cinder", "dunmore", "estuary", "fenwick")
@@ -413,5 +414,5 @@ def plant_world(
     )
     for raptor_id, _, summary, children, scopes in raptor_rows:
         world.record("raptor_node", raptor_id, scopes, summary, " ".join(children))
-    cursor.execute("ANALYZE")
+    cursor.execute(ANALYZE_OWN_SCHEMA)
     return world
