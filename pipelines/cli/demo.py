@@ -20,6 +20,9 @@ from pipelines.resources.database import open_database
 from pipelines.resources.embedder import EmbedderResource
 
 DEMO_LAST_ASSETS = ("session_items", "find_statement", "retrieval_eval")
+# Assets the demo leaves to the user: tuning needs labelled train questions, which the demo's
+# generated benchmark (dev questions only) does not have.
+NEEDS_YOUR_QUESTIONS = ("retrieval_tuning",)
 # The demo's working-memory items are dated 2025, older than any promotion age: promoted, they would
 # leave the working_memory lane the demo shows.
 KEEP_WORKING_MEMORY = {"ops": {"session_items": {"config": {"promote_after_hours": 1_000_000.0}}}}
@@ -63,5 +66,6 @@ def run(arguments: argparse.Namespace) -> int:
             print(f"\nQ: {entry['question']}")
             invalid = quoting_invalid_facts(database, result.evidence)
             print(render(result, per_lane=arguments.lines, invalid=invalid, width=terminal_width()))
-    print("\nNext: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")
+    print(f"\nNot materialized: {', '.join(NEEDS_YOUR_QUESTIONS)} (it tunes lanes.yaml on your own labelled questions: `lanegraph tune --dataset PATH`).")
+    print("Next: `lanegraph find \"your question\"`, or `lanegraph ui` to browse the assets in Dagster.")
     return status

@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from pipelines.cli.demo import NEEDS_YOUR_QUESTIONS
 from pipelines.definitions import defs
 from tests import REPOSITORY
 
@@ -80,6 +81,7 @@ def test_an_installed_wheel_runs_the_demo_which_materializes_every_asset_and_fin
         never = [
             key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()
             if instance.get_latest_materialization_event(key) is None
+            and key.to_user_string() not in NEEDS_YOUR_QUESTIONS
         ]
     assert never == [], f"never materialized after the demo: {never}"
     assert "Tomasz Wielgus" in run("find", "Who leads Project Heron now?")
