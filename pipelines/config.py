@@ -151,6 +151,9 @@ class ServeSettings(StrictModel):
     max_request_bytes: int = Field(default=1_000_000, ge=1024)
     # A working-memory item is a turn or a note, not a document (POST /documents takes those).
     max_memory_chars: int = Field(default=20_000, ge=1)
+    # Questions of concurrent finds embedded together in one pass at most: those that arrive while
+    # another pass runs wait for it and share the next. 1 embeds every request's question alone.
+    question_batch: int = Field(default=32, ge=1, le=256)
 
 
 class LanegraphConfig(StrictModel):

@@ -2,9 +2,9 @@
 (mcp_server.py) both call a `Service`.
 
 One `Service` per process: the primary's pool, the read servers, the question embedder (loaded once,
-here, not per request) and the token verifier. Every call names the caller's token, and runs as it:
-a token with scopes reads and writes through a confined connection holding exactly those scopes,
-so nothing a request sends can reach another tenant's rows.
+here, not per request; concurrent finds share its passes) and the token verifier. Every call names
+the caller's token, and runs as it: a token with scopes reads and writes through a confined
+connection holding exactly those scopes, so nothing a request sends can reach another tenant's rows.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pipelines.resources.embedder import Embedder, EmbedderResource
 from pipelines.resources.migrations import check_standby_schema
 from pipelines.resources.read_servers import ReadServers
 from pipelines.serve.jobs import Jobs, ingest_with_runner
+from pipelines.serve.question_batches import QuestionBatches
 from pipelines.serve.tokens import ApiToken, TokenVerifier
 from pipelines.write.session.session import SessionItemRecord, remember_item
 
@@ -77,6 +78,7 @@ class Service:
         self.config = config
         self.reads = reads
         self.embedder = embedder or EmbedderResource.from_settings(config.pipeline.embedding).get_embedder()
+        self.questions = QuestionBatches(self.embedder, config.serve.question_batch)
         self.presets = {DEFAULT_PRESET: config, **(presets or {})}
         self.tokens = TokenVerifier(database)
         # None: this server takes no documents (POST /documents answers 501).
@@ -129,7 +131,7 @@ class Service:
             raise InputError(f"lanes: no preset {preset!r}; this server has {', '.join(sorted(self.presets))}")
         result = find(
             self.reads or self.database, question, k=k, budget=budget, config=self.presets[preset],
-            embedder=self.embedder, scopes=caller.scopes,
+            embedder=self.questions, scopes=caller.scopes,
         )
         note = record_access_or_say(self.database, [result], scopes=caller.scopes)
         return {**result.to_json(), "lanes": preset, "note": note}
