@@ -117,6 +117,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="ask as a token holding these scopes (default: an owner token), made and revoked for the run")
     serve.add_argument("--in-process-calls", type=int, default=200, metavar="N",
                        help="in-process finds timed first, one at a time (default 200)")
+    serve.add_argument("--sigterm-after", type=float, metavar="S",
+                       help="send the server SIGTERM S seconds into the run and count what became of the requests in flight")
     serve.add_argument("--json", type=Path, metavar="OUT", help="where to write the JSON report (default <data dir>/bench/serve.json)")
     serve.set_defaults(handler=run_serve)
 
@@ -136,6 +138,8 @@ def run_serve(arguments: argparse.Namespace) -> int:
 
     if arguments.clients < 1 or arguments.seconds <= 0 or arguments.in_process_calls < 1:
         raise InputError("--clients and --in-process-calls must be at least 1, --seconds above 0")
+    if arguments.sigterm_after is not None and not 0 < arguments.sigterm_after < arguments.seconds:
+        raise InputError(f"--sigterm-after must lie between 0 and --seconds ({arguments.seconds:g}), got {arguments.sigterm_after:g}")
     if arguments.questions is not None:
         try:
             questions = [line.strip() for line in arguments.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -153,7 +157,7 @@ def run_serve(arguments: argparse.Namespace) -> int:
     report = measure_serve(
         questions, clients=arguments.clients, seconds=arguments.seconds,
         scopes=None if arguments.scopes is None else parse_scopes(arguments.scopes),
-        in_process_calls=arguments.in_process_calls, progress=progress,
+        in_process_calls=arguments.in_process_calls, progress=progress, sigterm_after=arguments.sigterm_after,
     )
     output = arguments.json or data_dir() / "bench" / "serve.json"
     write_json(report, output)

@@ -60,6 +60,10 @@ class _Clients:
     latencies_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # When the server was sent SIGTERM (time.monotonic), if it was; what then became of the requests
+    # in flight (answered or lost) and of the connections tried after it (refused).
+    signalled_at: float | None = None
+    shutdown: Counter[str] = field(default_factory=Counter)
 
 
 def _client(url: str, secret: str, questions: Sequence[str], offset: int, deadline: float, into: _Clients) -> None:
@@ -68,14 +72,23 @@ def _client(url: str, secret: str, questions: Sequence[str], offset: int, deadli
         for question in turns:
             if time.monotonic() >= deadline:
                 return
+            began = time.monotonic()
             started = time.perf_counter()
             try:
                 response = client.post("/find", json={"question": question})
                 error = "" if response.status_code == 200 else f"HTTP {response.status_code}"
+                transport_failed = False
             except httpx.HTTPError as failure:
-                error = type(failure).__name__
+                error, transport_failed = type(failure).__name__, True
             elapsed = (time.perf_counter() - started) * 1000
             with into.lock:
+                signalled_at = into.signalled_at
+                if signalled_at is not None and began >= signalled_at and transport_failed:
+                    # The server is going away: a request begun after the signal is not its to take.
+                    into.shutdown["refused after the signal"] += 1
+                    return
+                if signalled_at is not None and began < signalled_at:
+                    into.shutdown["in flight, lost" if transport_failed else "in flight, answered"] += 1
                 if error:
                     into.errors[error] += 1
                 else:
@@ -98,8 +111,11 @@ def _wait_ready(url: str, server: subprocess.Popen) -> None:
 
 def measure_serve(
     questions: Sequence[str], *, clients: int, seconds: float, scopes: Sequence[str] | None,
-    in_process_calls: int, progress: Callable[[str], None],
+    in_process_calls: int, progress: Callable[[str], None], sigterm_after: float | None = None,
 ) -> dict[str, Any]:
+    """With `sigterm_after`, the server is sent SIGTERM that many seconds into the clients' run: the
+    report counts the requests in flight then (each must be answered) and the connections refused
+    after it, and the clients stop as the server goes."""
     with open_database() as database:
         token, secret = create_token(database, "lanegraph bench serve", scopes)
     try:
@@ -145,6 +161,12 @@ def measure_serve(
             ]
             for thread in threads:
                 thread.start()
+            if sigterm_after is not None:
+                time.sleep(sigterm_after)
+                progress(f"SIGTERM to the server, {sigterm_after:g} s in")
+                with results.lock:
+                    results.signalled_at = time.monotonic()
+                server.terminate()
             for thread in threads:
                 thread.join()
             http_seconds = time.monotonic() - started
@@ -160,6 +182,7 @@ def measure_serve(
         "scopes": None if scopes is None else list(scopes),
         "http": {**latency_figures(results.latencies_ms, http_seconds), "errors": dict(results.errors)},
         "in_process": latency_figures(in_process, in_process_seconds),
+        "sigterm": None if sigterm_after is None else {"after_seconds": sigterm_after, **results.shutdown},
     }
 
 
@@ -175,4 +198,10 @@ def render_serve(report: dict[str, Any]) -> str:
         f"({report['questions']} questions)",
     ]
     lines += [f"errors: {kind} x{count}" for kind, count in http["errors"].items()]
+    if (shutdown := report.get("sigterm")) is not None:
+        lines.append(
+            f"SIGTERM {shutdown['after_seconds']:g} s in: {shutdown.get('in flight, answered', 0)} requests in flight "
+            f"answered, {shutdown.get('in flight, lost', 0)} lost; {shutdown.get('refused after the signal', 0)} "
+            "refused after it"
+        )
     return "\n".join(lines)

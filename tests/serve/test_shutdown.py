@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from pipelines.serve.bench import free_port
+from pipelines.serve.bench import free_port, measure_serve, render_serve
 from tests import REPOSITORY
 from tests.serve.conftest import Served
 
@@ -72,3 +72,16 @@ def _read_response(client: socket.socket) -> bytes:
         if length is not None and len(rest) >= length:
             break
     return received
+
+
+def test_the_load_benchmark_loses_no_request_in_flight_at_sigterm(served: Served, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", served.database.url)
+    report = measure_serve(
+        ["What is the status of Atlas?", "Who leads Project Heron?"], clients=4, seconds=30, scopes=None,
+        in_process_calls=2, progress=lambda message: None, sigterm_after=3,
+    )
+    shutdown = report["sigterm"]
+    assert shutdown.get("in flight, lost", 0) == 0, shutdown
+    assert shutdown.get("in flight, answered", 0) >= 1, shutdown
+    assert report["http"]["requests"] > 0 and report["http"]["errors"] == {}
+    assert "SIGTERM 3 s in" in render_serve(report)
