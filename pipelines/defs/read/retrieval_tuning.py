@@ -16,7 +16,6 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from pipelines.config import default_config_path
 from pipelines.defs.code_location import code_location
 from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
@@ -71,7 +70,7 @@ def retrieval_tuning(
         timeout_seconds=config.timeout_seconds or None,
         space_path=Path(config.space_path) if config.space_path else default_space_path(),
         # The lanes.yaml find_statement compiled: the settings the tuned ones are judged against.
-        config_path=Path(database.config_path) if database.config_path else default_config_path(),
+        config_path=database.settings_path(),
         queries=config.queries or None,
     )
     outcome = tune(request, progress=context.log.info)
