@@ -19,7 +19,8 @@ from pydantic import Field
 from pipelines.defs.code_location import code_location
 from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
-from pipelines.tuning.plot import history_png, importance_png, markdown_image
+from pipelines.charts import markdown_image
+from pipelines.tuning.plot import history_png, importance_png
 from pipelines.tuning.run import DEFAULT_TRIALS, TuningRequest, default_space_path, tune
 
 # Dagster keeps metadata in its event log: the tables show the first rows; --results has them all.
