@@ -47,7 +47,9 @@ def lanes_config(arguments: argparse.Namespace) -> LanegraphConfig:
     return load_config(arguments.lanes)
 
 
-def add_executor_option(parser: argparse.ArgumentParser) -> None:
+def add_write_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that runs the write side: --json, --executor and --full-graph."""
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--executor",
         choices=EXECUTORS,
@@ -56,9 +58,6 @@ def add_executor_option(parser: argparse.ArgumentParser) -> None:
         f"each (Dagster's multiprocess executor); auto takes the latter from {MULTIPROCESS_MIN_SOURCE_BYTES:,} "
         f"bytes of sources on, with {MULTIPROCESS_MIN_CPUS} or more usable CPUs",
     )
-
-
-def add_full_graph_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--full-graph",
         action="store_true",
