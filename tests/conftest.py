@@ -19,8 +19,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pipelines.config import load_config
+from pipelines.config import LanegraphConfig, load_config
 from tests import REPOSITORY
+from tests.plans import every_lane_on
 from pipelines.resources.database import Database, connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 
@@ -53,6 +54,13 @@ def isolated_data_dir() -> Iterator[Path]:
 def server_url(isolated_data_dir: Path) -> str:
     """The test database: DATABASE_URL, or `lanegraph_test` on the session's embedded server."""
     return resolve_database_url(TEST_DATABASE)
+
+
+@pytest.fixture(scope="session")
+def config() -> LanegraphConfig:
+    """The shipped lanes.yaml with every lane and part a plan can turn on, so a test reaches them all
+    (a test needing another plan defines its own `config`)."""
+    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture(scope="session")

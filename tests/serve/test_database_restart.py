@@ -36,13 +36,13 @@ def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
 
 
 def test_requests_get_503_while_the_database_is_down_and_succeed_after(
-    own_server: EmbeddedPostgres, embedding_dimension: int, serve_config,  # type: ignore[no-untyped-def]
+    own_server: EmbeddedPostgres, embedding_dimension: int, config,  # type: ignore[no-untyped-def]
 ) -> None:
     url = own_server.database_url("lanegraph")
     prepare_database(url, embedding_dimension)
     database = Database(url)
     tenant = create_token(database, "tenant", ["tenant-a"])[1]
-    service = Service(database, serve_config, embedder=EMBEDDER)
+    service = Service(database, config, embedder=EMBEDDER)
     # Load the model before the clock of the first request starts, as `Service.open` does.
     EMBEDDER.embed(["The standup moved to 9:30."])
     EMBEDDER.embed_questions(["When is the standup?"])
