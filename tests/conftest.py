@@ -56,6 +56,19 @@ def server_url(isolated_data_dir: Path) -> str:
     return resolve_database_url(TEST_DATABASE)
 
 
+@pytest.fixture()
+def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+    """An embedded server of the test's own, so stopping or killing it disturbs no other test."""
+    if os.environ.get("DATABASE_URL"):
+        pytest.skip("stops an embedded server; DATABASE_URL points elsewhere")
+    server = EmbeddedPostgres(tmp_path / "own-server")
+    server.start()
+    yield server
+    # A test may leave it stopped or killed.
+    if server.status().running:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def config() -> LanegraphConfig:
     """The shipped lanes.yaml with every lane and part a plan can turn on, so a test reaches them all

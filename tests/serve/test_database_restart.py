@@ -8,11 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
-import pytest
 
 from pipelines.resources.database import Database, prepare_database
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
@@ -21,18 +18,6 @@ from pipelines.serve.service import Service
 from pipelines.serve.tokens import create_token
 from tests.read.planting import EMBEDDER
 from tests.serve.conftest import RunningServer
-
-
-@pytest.fixture()
-def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    """A server of this test's own, so stopping it disturbs no other test."""
-    if os.environ.get("DATABASE_URL"):
-        pytest.skip("stops an embedded server; DATABASE_URL points elsewhere")
-    server = EmbeddedPostgres(tmp_path / "own-server")
-    server.start()
-    yield server
-    if server.status().running:
-        server.stop()
 
 
 def test_requests_get_503_while_the_database_is_down_and_succeed_after(
