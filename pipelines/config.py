@@ -16,9 +16,8 @@ import pydantic
 from pydantic import Field
 
 from pipelines import lanes_config
-from pipelines.errors import ConfigError
 from pipelines.shipped import DEFAULT_LANES
-from pipelines.strict_yaml import StrictModel, parse_strict_yaml, read_settings_text, validation_error_message
+from pipelines.strict_yaml import StrictModel, read_settings_text, validated_yaml
 
 
 def default_config_path() -> Path:
@@ -181,11 +180,5 @@ def load_config(path: Path | None = None) -> LanegraphConfig:
 # text gives back the same validated settings, which are frozen models.
 @functools.lru_cache(maxsize=16)
 def _validated_config(source: str, text: str) -> LanegraphConfig:
-    data, key_lines = parse_strict_yaml(text, source)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level")
-    try:
-        return LanegraphConfig.model_validate(data)
-    except pydantic.ValidationError as error:
-        raise ConfigError(validation_error_message(source, error, key_lines)) from None
+    return validated_yaml(LanegraphConfig, text, source)
 

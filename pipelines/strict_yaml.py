@@ -8,7 +8,7 @@ file validates against derive from `StrictModel`, so unknown keys and wrong type
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 import yaml
@@ -147,3 +147,17 @@ def validation_error_message(
     more = len(error.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{where}: {dotted}: {message}{suffix}"
+
+
+Model = TypeVar("Model", bound=pydantic.BaseModel)
+
+
+def validated_yaml(model: type[Model], text: str, source: str) -> Model:
+    """`text`, YAML read from `source`, validated as `model`; every problem names the file, line and key."""
+    data, key_lines = parse_strict_yaml(text, source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level")
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as error:
+        raise ConfigError(validation_error_message(source, error, key_lines)) from None

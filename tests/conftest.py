@@ -2,8 +2,9 @@
 
 Without DATABASE_URL the suite starts its own embedded server in a temporary data directory (so a
 developer's demo database is never touched) and stops it at the end. With DATABASE_URL it runs
-against that server. Either way each fixture gets its own freshly migrated schema, dropped at the
-end of the session, so tests never see each other's rows.
+against that server. Either way each fixture gets its own freshly migrated schema, so tests never
+see each other's rows; on DATABASE_URL's server the schemas are dropped at the end of the session,
+on the embedded one they go with its data directory.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from pipelines.config import load_config
+from pipelines.config import LanegraphConfig, load_config
 from tests import REPOSITORY
+from tests.plans import every_lane_on
 from pipelines.resources.database import Database, connect, prepare_database, resolve_database_url
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
 
@@ -41,7 +43,7 @@ def isolated_data_dir() -> Iterator[Path]:
     os.environ["DAGSTER_HOME"] = str(data_dir / "dagster")
     yield data_dir
     if not os.environ.get("DATABASE_URL"):
-        EmbeddedPostgres(data_dir).stop()
+        EmbeddedPostgres(data_dir).stop(discard=True)
     shutil.rmtree(data_dir, ignore_errors=True)
     if previous is None:
         os.environ.pop("LANEGRAPH_DATA_DIR", None)
@@ -53,6 +55,26 @@ def isolated_data_dir() -> Iterator[Path]:
 def server_url(isolated_data_dir: Path) -> str:
     """The test database: DATABASE_URL, or `lanegraph_test` on the session's embedded server."""
     return resolve_database_url(TEST_DATABASE)
+
+
+@pytest.fixture()
+def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
+    """An embedded server of the test's own, so stopping or killing it disturbs no other test."""
+    if os.environ.get("DATABASE_URL"):
+        pytest.skip("stops an embedded server; DATABASE_URL points elsewhere")
+    server = EmbeddedPostgres(tmp_path / "own-server")
+    server.start()
+    yield server
+    # A test may leave it stopped or killed.
+    if server.status().running:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def config() -> LanegraphConfig:
+    """The shipped lanes.yaml with every lane and part a plan can turn on, so a test reaches them all
+    (a test needing another plan defines its own `config`)."""
+    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture(scope="session")
@@ -80,6 +102,10 @@ def make_schema_url(server_url: str, embedding_dimension: int) -> Iterator[Calla
         return url
 
     yield make
+    if not os.environ.get("DATABASE_URL"):
+        # The embedded server and its data directory go with the session (isolated_data_dir):
+        # dropping hundreds of schemas first took a minute of the suite on a busy machine.
+        return
     with connect(server_url, autocommit=True) as connection:
         for schema in created:
             # Roles outlive schemas: each schema's confined logins go with it, or a DATABASE_URL

@@ -27,6 +27,8 @@ LAYERS = (
     "pipelines.lanes_config",
     "pipelines.config",
     "pipelines.demo_corpus",
+    # Charts for materialization metadata (matplotlib without a display).
+    "pipelines.charts",
     # The database, migrations, embedder and HTTP clients.
     "pipelines.resources",
     # The write side: steps' shared reporting first, then the stages in pipeline order.

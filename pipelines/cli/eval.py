@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
+from pipelines.cli.options import add_dataset_options
 from pipelines.evaluation.report import category_table, text_table
 from pipelines.evaluation.run import DEFAULT_CUTOFFS, EvaluationRequest, evaluate
 from pipelines.errors import InputError
@@ -23,16 +24,6 @@ def _cutoffs(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected cutoffs like 2,5,10, got {text!r}") from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of questions, got {text!r}")
-    return value
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -46,8 +37,11 @@ def register(commands: argparse._SubParsersAction) -> None:
             "and latency, with each arm's difference from dense-only under a paired randomization test."
         ),
     )
-    parser.add_argument("--dataset", type=Path, required=True, metavar="PATH", help="dataset JSON (corpus + queries with gold_ids)")
-    parser.add_argument("--queries", type=_positive, metavar="N", help="evaluate only the first N questions of the split")
+    add_dataset_options(
+        parser,
+        dataset_help="dataset JSON (corpus + queries with gold_ids)",
+        queries_help="evaluate only the first N questions of the split",
+    )
     parser.add_argument(
         "--split",
         choices=("dev", "train", "all"),

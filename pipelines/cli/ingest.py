@@ -9,12 +9,13 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.options import add_executor_option, add_full_graph_option, graph_run_config
+from pipelines.cli.options import add_write_options, graph_run_config
 from pipelines.errors import InputError
 from pipelines.write.progress import StepProgress, listening
 from pipelines.orchestration.runner import PLAIN_COUNTS, WriteReport
@@ -26,9 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("path", type=Path, help="a folder of .md/.txt/.jsonl files, or one such file")
     parser.add_argument("--no-graph", action="store_true", help="skip the graph-wide assets (group graph)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_executor_option(parser)
-    add_full_graph_option(parser)
+    add_write_options(parser)
     parser.add_argument(
         "--wait-for-replicas", type=float, metavar="SECONDS",
         help="afterwards, wait up to SECONDS until every read server (LANEGRAPH_READ_URLS) has replayed "
@@ -38,15 +37,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    quiet_dagster()
-    from pipelines.definitions import LOCATION, defs
     from pipelines.orchestration.runner import ingest
 
-    with progress_on_stderr():
-        report = ingest(
-            arguments.path, definitions=defs, location=LOCATION, executor=arguments.executor,
-            refresh_graph=not arguments.no_graph, run_config=graph_run_config(arguments),
-        )
+    report = run_write_side(ingest, arguments, arguments.path, refresh_graph=not arguments.no_graph)
     if not report.partitions and report.registration is not None:
         sources = len(report.registration.keys)
         print(f"{arguments.path}: {sources} source file(s), nothing new to materialize", file=sys.stderr)
@@ -54,6 +47,21 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.wait_for_replicas is not None:
         wait_for_read_servers(arguments.wait_for_replicas)
     return status
+
+
+def run_write_side(
+    write: Callable[..., WriteReport], arguments: argparse.Namespace, *targets: object, **options: Any
+) -> WriteReport:
+    """`write` (the runner's ingest or materialize) of `targets` with the project's definitions,
+    the executor and graph run config of add_write_options, and progress on stderr."""
+    quiet_dagster()
+    from pipelines.definitions import LOCATION, defs
+
+    with progress_on_stderr():
+        return write(
+            *targets, definitions=defs, location=LOCATION, executor=arguments.executor,
+            run_config=graph_run_config(arguments), **options,
+        )
 
 
 def wait_for_read_servers(timeout_seconds: float) -> None:
@@ -108,13 +116,7 @@ def print_report(report: WriteReport, *, as_json: bool) -> int:
     checks. Exit status 1 when any input was skipped or a check failed, so a script never takes a
     partial ingest for success; 0 when everything given was ingested."""
     if as_json:
-        print(json.dumps({
-            "partitions": report.partitions,
-            "assets": {name: report.counts(name) for name in report.assets},
-            "checks": report.checks,
-            "skipped": report.skipped,
-            "run_ids": report.run_ids,
-        }, indent=2))
+        print(json.dumps(report.summary(), indent=2))
     else:
         for line in report.skipped:
             print(f"skipped {line}")

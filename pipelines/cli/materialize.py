@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.ingest import print_report, progress_on_stderr, quiet_dagster
-from pipelines.cli.options import add_executor_option, add_full_graph_option, graph_run_config
+from pipelines.cli.ingest import print_report, run_write_side
+from pipelines.cli.options import add_write_options
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -18,22 +18,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "assets", nargs="*", metavar="ASSET", help="asset names, e.g. chunk_embeddings communities"
     )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_executor_option(parser)
-    add_full_graph_option(parser)
+    add_write_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(arguments: argparse.Namespace) -> int:
-    quiet_dagster()
-    from pipelines.definitions import LOCATION, defs
     from pipelines.orchestration.runner import materialize
 
-    with progress_on_stderr():
-        report = materialize(
-            arguments.assets, definitions=defs, location=LOCATION, executor=arguments.executor,
-            run_config=graph_run_config(arguments),
-        )
+    report = run_write_side(materialize, arguments, arguments.assets)
     if not report.assets:
         print(
             "nothing materialized: no source files are registered yet (run `lanegraph ingest PATH`)",

@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pipelines.config import LanegraphConfig, load_config
 from pipelines.orchestration.executors import EXECUTORS, MULTIPROCESS_MIN_CPUS, MULTIPROCESS_MIN_SOURCE_BYTES
+
+Number = TypeVar("Number", int, float)
+
+
+def positive(parse: Callable[[str], Number], what: str) -> Callable[[str], Number]:
+    """An argparse type: the text read by `parse` (int or float), refused unless above zero."""
+
+    def read(text: str) -> Number:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = None
+        if value is None or not value > 0:  # `not >` refuses NaN too
+            raise argparse.ArgumentTypeError(f"expected a positive {what}, got {text!r}")
+        return value
+
+    return read
+
+
+def add_dataset_options(parser: argparse.ArgumentParser, *, dataset_help: str, queries_help: str) -> None:
+    """--dataset (a benchmark JSON, ../shared/data format) and --queries (only its first N questions)."""
+    parser.add_argument("--dataset", type=Path, required=True, metavar="PATH", help=dataset_help)
+    parser.add_argument("--queries", type=positive(int, "number of questions"), metavar="N", help=queries_help)
 
 
 def add_lanes_option(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +47,9 @@ def lanes_config(arguments: argparse.Namespace) -> LanegraphConfig:
     return load_config(arguments.lanes)
 
 
-def add_executor_option(parser: argparse.ArgumentParser) -> None:
+def add_write_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that runs the write side: --json, --executor and --full-graph."""
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--executor",
         choices=EXECUTORS,
@@ -31,9 +58,6 @@ def add_executor_option(parser: argparse.ArgumentParser) -> None:
         f"each (Dagster's multiprocess executor); auto takes the latter from {MULTIPROCESS_MIN_SOURCE_BYTES:,} "
         f"bytes of sources on, with {MULTIPROCESS_MIN_CPUS} or more usable CPUs",
     )
-
-
-def add_full_graph_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--full-graph",
         action="store_true",

@@ -15,32 +15,12 @@ import sys
 from pathlib import Path
 
 from pipelines.cli import COMMAND_HELP
-from pipelines.cli.options import add_lanes_option
+from pipelines.cli.options import add_dataset_options, add_lanes_option, positive
 from pipelines.config import default_config_path
 from pipelines.errors import InputError
 from pipelines.tuning.run import DEFAULT_TRIALS, TuningOutcome, TuningRequest, default_space_path, tune
 from pipelines.tuning.tables import results_paths, write_results
 from pipelines.tuning.lanes_file import write_tuned_lanes
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -53,14 +33,17 @@ def register(commands: argparse._SubParsersAction) -> None:
             "database and resumes after a stop. The best trial is judged on dev beside the current settings."
         ),
     )
-    parser.add_argument("--dataset", type=Path, required=True, metavar="PATH", help="dataset JSON (corpus + queries, some marked train)")
+    add_dataset_options(
+        parser,
+        dataset_help="dataset JSON (corpus + queries, some marked train)",
+        queries_help="tune on the first N train questions only",
+    )
     parser.add_argument(
-        "--trials", type=_positive_int, default=DEFAULT_TRIALS, metavar="N",
+        "--trials", type=positive(int, "whole number"), default=DEFAULT_TRIALS, metavar="N",
         help=f"finished trials the study should reach, counting earlier runs' (default {DEFAULT_TRIALS})",
     )
-    parser.add_argument("--timeout", type=_positive_seconds, metavar="S", help="start no trial after S seconds")
+    parser.add_argument("--timeout", type=positive(float, "number of seconds"), metavar="S", help="start no trial after S seconds")
     parser.add_argument("--space", type=Path, metavar="FILE", help="search space YAML (default: ./tuning.yaml, else the shipped space)")
-    parser.add_argument("--queries", type=_positive_int, metavar="N", help="tune on the first N train questions only")
     add_lanes_option(parser)
     parser.add_argument("--write", type=Path, metavar="PATH", help="write the tuned lanes.yaml here, if dev improves significantly")
     parser.add_argument("--results", type=Path, metavar="PATH", help="write trials and per-question results as PATH-trials/-questions (.csv or .parquet)")

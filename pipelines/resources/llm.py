@@ -8,9 +8,12 @@ error wherever it happens. The API key is read from the named environment variab
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import dagster as dg
 import httpx
 
+from pipelines.config import HttpEndpoint
 from pipelines.errors import ConfigError, LanegraphError
 from pipelines.resources.openai_http import RETRY_DELAYS_SECONDS, json_headers, post_json
 
@@ -75,3 +78,26 @@ class ChatClient:
         if not isinstance(content, str):
             raise LLMError(f"chat endpoint {self.endpoint} answered without text content")
         return content
+
+
+class ChatEndpointResource(dg.ConfigurableResource):
+    """The fields of a resource that may ask a chat endpoint (the extractor's and the summarizer's
+    `llm:` in lanes.yaml), and the client they make."""
+
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key_env: str = "OPENAI_API_KEY"
+    llm_timeout_seconds: float = 60.0
+
+    @staticmethod
+    def endpoint_fields(llm: HttpEndpoint) -> dict[str, Any]:
+        """lanes.yaml's `llm:` settings as this resource's fields."""
+        return {
+            "llm_base_url": llm.base_url,
+            "llm_model": llm.model,
+            "llm_api_key_env": llm.api_key_env,
+            "llm_timeout_seconds": llm.timeout_seconds,
+        }
+
+    def chat_client(self) -> ChatClient:
+        return ChatClient(self.llm_base_url, self.llm_model, self.llm_api_key_env, self.llm_timeout_seconds)

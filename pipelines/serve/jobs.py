@@ -52,14 +52,7 @@ def ingest_with_runner(database_url: str) -> Ingest:
         from pipelines.definitions import LOCATION, defs
         from pipelines.orchestration.runner import ingest
 
-        report = ingest(path, definitions=defs, location=LOCATION, database_url=database_url)
-        return {
-            "partitions": report.partitions,
-            "assets": {name: report.counts(name) for name in report.assets},
-            "checks": report.checks,
-            "skipped": report.skipped,
-            "run_ids": report.run_ids,
-        }
+        return ingest(path, definitions=defs, location=LOCATION, database_url=database_url).summary()
 
     return run
 

@@ -3,31 +3,10 @@ the best so far, and each searched value's importance (Optuna's fANOVA estimate)
 
 from __future__ import annotations
 
-import base64
-import io
+import optuna
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display: the figure only ever becomes PNG bytes
-import matplotlib.pyplot as plt  # noqa: E402
-import optuna  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from pipelines.tuning.study import FINISHED, feasible  # noqa: E402
-
-
-def _png(figure: Figure) -> bytes:
-    try:
-        figure.tight_layout()
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png")
-    finally:
-        plt.close(figure)
-    return buffer.getvalue()
-
-
-def markdown_image(png: bytes, title: str) -> str:
-    return f"![{title}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+from pipelines.charts import figure_png, subplots
+from pipelines.tuning.study import FINISHED, feasible
 
 
 def history_png(study: optuna.Study, objective: str) -> bytes:
@@ -40,7 +19,7 @@ def history_png(study: optuna.Study, objective: str) -> bytes:
         if feasible(trial):
             running = value if running is None else max(running, value)
         best.append(float("nan") if running is None else running)
-    figure, axes = plt.subplots(figsize=(7.0, 4.0), dpi=100)
+    figure, axes = subplots(figsize=(7.0, 4.0), dpi=100)
     axes.scatter(numbers, values, s=14, alpha=0.6, label="trial")
     axes.step(numbers, best, where="post", color="tab:red", label="best so far")
     axes.set_xlabel("trial")
@@ -48,7 +27,7 @@ def history_png(study: optuna.Study, objective: str) -> bytes:
     axes.set_title(f"{study.study_name}: {objective} on train per trial")
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small", loc="lower right")
-    return _png(figure)
+    return figure_png(figure)
 
 
 def importance_png(study: optuna.Study) -> bytes | None:
@@ -61,9 +40,9 @@ def importance_png(study: optuna.Study) -> bytes | None:
     if not importances:
         return None
     names = list(importances)[::-1]
-    figure, axes = plt.subplots(figsize=(7.0, 0.35 * len(names) + 1.2), dpi=100)
+    figure, axes = subplots(figsize=(7.0, 0.35 * len(names) + 1.2), dpi=100)
     axes.barh(names, [importances[name] for name in names])
     axes.set_xlabel("importance (fANOVA)")
     axes.set_title("How much each searched value moved the objective")
     axes.grid(axis="x", alpha=0.3)
-    return _png(figure)
+    return figure_png(figure)

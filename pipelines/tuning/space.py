@@ -35,7 +35,7 @@ from pipelines.errors import ConfigError
 from pipelines.evaluation.answers import ANSWER_METRIC
 from pipelines.evaluation.metrics import NDCG_CUTOFF
 from pipelines.lanes_config import INTEGER_SETTINGS, SETTING_NAMES, Plan, Settings
-from pipelines.strict_yaml import StrictModel, parse_strict_yaml, read_settings_text, validation_error_message
+from pipelines.strict_yaml import StrictModel, read_settings_text, validated_yaml
 
 # The space lanegraph ships: what the shipped lanes.yaml was hand-tuned over, and what most moves
 # recall on a corpus of its own (how dense and lexical ranks fuse, BM25's saturation, the bridge hop).
@@ -248,11 +248,4 @@ def apply_params(base: LanegraphConfig, settings: dict[str, Scalar], plan: dict[
 
 def load_space(path: Path) -> TuningSpace:
     """Load and validate a space file; every problem names the file, line and key."""
-    source = str(path)
-    data, key_lines = parse_strict_yaml(read_settings_text(path), source)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level")
-    try:
-        return TuningSpace.model_validate(data)
-    except pydantic.ValidationError as error:
-        raise ConfigError(validation_error_message(source, error, key_lines)) from None
+    return validated_yaml(TuningSpace, read_settings_text(path), str(path))

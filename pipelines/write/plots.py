@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Mapping, Sequence
 
-import matplotlib
-
-# No display: the chart is rendered to bytes, never to a window.
-matplotlib.use("Agg")
-from matplotlib import pyplot  # noqa: E402  (the backend must be chosen before pyplot loads)
+from pipelines.charts import figure_png, markdown_image, subplots
 
 
 def sizes_per_level_chart(title: str, sizes: Mapping[int, Sequence[int]], y_label: str) -> str:
     """One bar per cluster, grouped and coloured by level, as a markdown image."""
-    figure, axes = pyplot.subplots(figsize=(7, 3), dpi=100)
+    figure, axes = subplots(figsize=(7, 3), dpi=100)
     position = 0
     for level in sorted(sizes):
         values = list(sizes[level])
@@ -28,9 +22,4 @@ def sizes_per_level_chart(title: str, sizes: Mapping[int, Sequence[int]], y_labe
     axes.set_xticks([])
     if sizes:
         axes.legend(loc="upper right", fontsize="small")
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    pyplot.close(figure)
-    encoded = base64.b64encode(buffer.getvalue()).decode()
-    return f"![{title}](data:image/png;base64,{encoded})"
+    return markdown_image(figure_png(figure), title)

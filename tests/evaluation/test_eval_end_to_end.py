@@ -7,21 +7,18 @@ evaluation and shows the table and the plot in its metadata.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from pipelines.cli import main
 from tests import REPOSITORY
-from pipelines.defs.read.find_statement import find_statement
 from pipelines.defs.read.retrieval_eval import retrieval_eval
 from pipelines.evaluation.build import reset_eval_database
-from pipelines.resources.database import DatabaseResource
+from tests.evaluation.read_assets import inline_png, materialized_metadata
 from tests.evaluation.toy_dataset import DEV_QUESTIONS, write_toy_dataset
 
 pytestmark = pytest.mark.slow
@@ -86,24 +83,9 @@ def test_unknown_arm_is_one_line_error(dataset: Path, capsys: pytest.CaptureFixt
 
 
 def test_asset_materializes_with_table_and_plot(dataset: Path, make_schema_url: Callable[[], str]) -> None:
-    # find_statement (upstream) plans against this schema; the evaluation builds in its own database.
-    result = dg.materialize(
-        [find_statement, retrieval_eval],
-        resources={"database": DatabaseResource(database_url=make_schema_url())},
-        run_config={"ops": {"retrieval_eval": {"config": {"dataset_path": str(dataset), "arms": ["dense", "find"]}}}},
-    )
-    assert result.success
-    (materialization,) = [
-        event.materialization
-        for event in result.get_asset_materialization_events()
-        if event.asset_key == dg.AssetKey("retrieval_eval")
-    ]
-    metadata = materialization.metadata
+    metadata = materialized_metadata(retrieval_eval, {"dataset_path": str(dataset), "arms": ["dense", "find"]}, make_schema_url())
     table = metadata["table"].value
     assert "| arm | R@2 | R@5 | R@10 | nDCG@10 | MRR |" in table
     assert "| find |" in table and "| dense |" in table
-    plot = metadata["recall_plot"].value
-    encoded = re.fullmatch(r"!\[Recall@k per arm\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)", plot)
-    assert encoded is not None
-    assert base64.b64decode(encoded.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
+    inline_png(metadata["recall_plot"].value, r"Recall@k per arm")
     assert metadata["questions"].value == DEV_QUESTIONS

@@ -10,11 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipelines.config import LanegraphConfig, load_config
-from tests import REPOSITORY
 from pipelines.resources.database import Database
 from pipelines.write.graph.title_links import refresh_title_links
-from tests.plans import every_lane_on
 from tests.read.planting import Planter
 
 UNRELATED = "Bananas ripen slowly in a paper bag on the kitchen counter."
@@ -24,11 +21,6 @@ KINDS = {
     "person": "A person: an employee, manager, founder, engineer, mentor or contact.",
     "place": "A place: a city, country, region, site, plant, lab, workshop or warehouse.",
 }
-
-
-@pytest.fixture(scope="session")
-def config() -> LanegraphConfig:
-    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture(scope="module")

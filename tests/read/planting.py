@@ -227,3 +227,13 @@ class Planter:
             (id, level, summary, list(children), vector_of(summary)),
         )
         return id
+
+
+def plant_heron(plant: Planter) -> tuple[str, str, str]:
+    """Project Heron, built in Porto: the project and place kinds, the document `heron` with one chunk
+    saying so, and the two entities. Returns (chunk, heron, porto) for the facts a test states."""
+    plant.entity_kind("project", "A project the company runs.")
+    plant.entity_kind("place", "A place: a city or site.")
+    plant.document("heron", "Project Heron")
+    chunk = plant.chunk("heron", 0, "Project Heron is built in Porto.")
+    return chunk, plant.entity("Project Heron", "project"), plant.entity("Porto", "place")

@@ -9,19 +9,14 @@ from contextlib import contextmanager
 from pipelines.read.access import record_access
 from pipelines.read.find import Candidate, find, pack
 from pipelines.errors import InputError
-from tests.read.planting import EMBEDDER, Planter
+from tests.read.planting import EMBEDDER, Planter, plant_heron
 
 
 @pytest.fixture()
 def heron(database):  # type: ignore[no-untyped-def]
     with database.connection() as connection:
         with Planter(connection) as plant:
-            plant.entity_kind("project", "A project the company runs.")
-            plant.entity_kind("place", "A place: a city or site.")
-            plant.document("heron", "Project Heron")
-            chunk = plant.chunk("heron", 0, "Project Heron is built in Porto.")
-            heron = plant.entity("Project Heron", "project")
-            porto = plant.entity("Porto", "place")
+            chunk, heron, porto = plant_heron(plant)
             plant.fact("f-built", heron, "built_in", "Project Heron is built in Porto.", object_id=porto,
                        source_chunk_id=chunk, document_id="heron")
     return database

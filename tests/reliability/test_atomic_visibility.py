@@ -9,12 +9,10 @@ import threading
 
 import pytest
 
-from pipelines.config import LanegraphConfig, load_config
+from pipelines.config import LanegraphConfig
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.write.documents.document_sql import WRITE_EMBEDDING
-from tests import REPOSITORY
-from tests.plans import every_lane_on
 from tests.read.planting import EMBEDDER, Planter, vector
 
 TEXTS = (
@@ -23,11 +21,6 @@ TEXTS = (
     "The Kestrel turbine passed its Tampere acceptance test in March.",
 )
 QUESTION = "Where was the Kestrel turbine assembled and tested in Tampere?"
-
-
-@pytest.fixture(scope="module")
-def config() -> LanegraphConfig:
-    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture()

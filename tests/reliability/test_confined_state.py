@@ -10,21 +10,14 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from pipelines.config import LanegraphConfig, load_config
+from pipelines.config import LanegraphConfig
 from pipelines.read.access import record_access
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.resources.scopes import ScopedRole
-from tests import REPOSITORY
-from tests.plans import every_lane_on
-from tests.read.planting import EMBEDDER, Planter
+from tests.read.planting import EMBEDDER, Planter, plant_heron
 
 QUESTION = "Where is Project Heron built?"
-
-
-@pytest.fixture(scope="module")
-def config() -> LanegraphConfig:
-    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
 
 
 @pytest.fixture()
@@ -32,12 +25,7 @@ def heron(database: Database) -> Database:
     """One public fact and one fact of each of two tenants, all answering QUESTION."""
     with database.connection() as connection:
         with Planter(connection) as plant:
-            plant.entity_kind("project", "A project the company runs.")
-            plant.entity_kind("place", "A place: a city or site.")
-            plant.document("heron", "Project Heron")
-            chunk = plant.chunk("heron", 0, "Project Heron is built in Porto.")
-            heron = plant.entity("Project Heron", "project")
-            porto = plant.entity("Porto", "place")
+            chunk, heron, porto = plant_heron(plant)
             for fact_id, statement in (
                 ("f-public", "Project Heron is built in Porto."),
                 ("f-alpha", "Project Heron is built in the Porto yard."),

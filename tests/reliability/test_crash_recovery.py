@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -68,19 +68,6 @@ def test_a_run_killed_twice_then_rerun_converges(
     assert worker.run(target, corpus, kill_at=second, kill="self")[0] in (0, -signal.SIGKILL)
     assert worker.run(target, corpus)[0] == 0, worker.log_tail()
     assert differing_tables(expected, target.fingerprints()) == {}
-
-
-@pytest.fixture()
-def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    """A server of this test's own, so killing it disturbs no other test."""
-    if os.environ.get("DATABASE_URL"):
-        pytest.skip("kills an embedded server; DATABASE_URL points elsewhere")
-    server = EmbeddedPostgres(tmp_path / "own-server")
-    server.start()
-    yield server
-    # A test may leave it killed.
-    if server.status().running:
-        server.stop()
 
 
 def test_killing_the_database_server_mid_run_then_rerun_converges(

@@ -22,9 +22,6 @@ from pipelines.serve.service import Service
 from pipelines.serve.tokens import create_token
 from tests.read.conftest import plant_world
 from tests.read.planting import EMBEDDER
-from tests.plans import every_lane_on
-from pipelines.config import load_config
-from tests import REPOSITORY
 
 
 class RunningServer:
@@ -66,16 +63,11 @@ class Served:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-@pytest.fixture(scope="session")
-def serve_config() -> LanegraphConfig:
-    return every_lane_on(load_config(REPOSITORY / "lanes.yaml"))
-
-
 @pytest.fixture(scope="module")
-def served(make_database, serve_config: LanegraphConfig, tmp_path_factory) -> Iterator[Served]:  # type: ignore[no-untyped-def]
+def served(make_database, config: LanegraphConfig, tmp_path_factory) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     database = plant_world(make_database())
     jobs = Jobs(database, tmp_path_factory.mktemp("api-inbox"), ingest_with_runner(database.url))
-    service = Service(database, serve_config, embedder=EMBEDDER, jobs=jobs)
+    service = Service(database, config, embedder=EMBEDDER, jobs=jobs)
     owner = create_token(database, "owner", None)[1]
     tenant_a = create_token(database, "tenant a", ["tenant-a"])[1]
     tenant_b = create_token(database, "tenant b", ["tenant-b"])[1]

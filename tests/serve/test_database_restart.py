@@ -8,11 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
-import pytest
 
 from pipelines.resources.database import Database, prepare_database
 from pipelines.resources.embedded_postgres import EmbeddedPostgres
@@ -23,26 +20,14 @@ from tests.read.planting import EMBEDDER
 from tests.serve.conftest import RunningServer
 
 
-@pytest.fixture()
-def own_server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    """A server of this test's own, so stopping it disturbs no other test."""
-    if os.environ.get("DATABASE_URL"):
-        pytest.skip("stops an embedded server; DATABASE_URL points elsewhere")
-    server = EmbeddedPostgres(tmp_path / "own-server")
-    server.start()
-    yield server
-    if server.status().running:
-        server.stop()
-
-
 def test_requests_get_503_while_the_database_is_down_and_succeed_after(
-    own_server: EmbeddedPostgres, embedding_dimension: int, serve_config,  # type: ignore[no-untyped-def]
+    own_server: EmbeddedPostgres, embedding_dimension: int, config,  # type: ignore[no-untyped-def]
 ) -> None:
     url = own_server.database_url("lanegraph")
     prepare_database(url, embedding_dimension)
     database = Database(url)
     tenant = create_token(database, "tenant", ["tenant-a"])[1]
-    service = Service(database, serve_config, embedder=EMBEDDER)
+    service = Service(database, config, embedder=EMBEDDER)
     # Load the model before the clock of the first request starts, as `Service.open` does.
     EMBEDDER.embed(["The standup moved to 9:30."])
     EMBEDDER.embed_questions(["When is the standup?"])

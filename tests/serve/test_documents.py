@@ -34,11 +34,11 @@ def test_bad_records_are_refused_whole_naming_the_line(served: Served) -> None:
 
 
 @pytest.fixture()
-def fresh(make_database, serve_config, tmp_path) -> Iterator[Served]:  # type: ignore[no-untyped-def]
+def fresh(make_database, config, tmp_path) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     """A server on an empty database: the planted world is no write side's output, and its checks fail."""
     database = make_database()
     jobs = Jobs(database, tmp_path / "api-inbox", ingest_with_runner(database.url))
-    service = Service(database, serve_config, embedder=EMBEDDER, jobs=jobs)
+    service = Service(database, config, embedder=EMBEDDER, jobs=jobs)
     tenant_a = create_token(database, "tenant a", ["tenant-a"])[1]
     tenant_b = create_token(database, "tenant b", ["tenant-b"])[1]
     with RunningServer(create_app(service)) as running:

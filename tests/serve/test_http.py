@@ -52,13 +52,13 @@ def test_a_revoked_token_is_refused(served: Served) -> None:
         assert TokenVerifier(served.database, VERIFIED_SECONDS).verify(secret) is None
 
 
-def test_find_returns_the_evidence_of_find_json(served: Served, serve_config) -> None:  # type: ignore[no-untyped-def]
+def test_find_returns_the_evidence_of_find_json(served: Served, config) -> None:  # type: ignore[no-untyped-def]
     question = "What is the status of Atlas and Beacon?"
     with served.client(served.tenant_a) as client:
         response = client.post("/find", json={"question": question, "k": 5, "budget": 400})
     assert response.status_code == 200, response.text
     served_ids = [item["evidence_id"] for item in response.json()["evidence"]]
-    direct = find(served.database, question, k=5, budget=400, config=serve_config, embedder=EMBEDDER, scopes=["tenant-a"])
+    direct = find(served.database, question, k=5, budget=400, config=config, embedder=EMBEDDER, scopes=["tenant-a"])
     assert served_ids == [item.evidence_id for item in direct.evidence]
     assert served_ids, "the planted world answers this question"
 

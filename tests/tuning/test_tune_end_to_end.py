@@ -7,27 +7,23 @@ write a lanes.yaml that dev does not show better (four dev questions cannot reac
 
 from __future__ import annotations
 
-import base64
 import json
-import re
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import dagster as dg
 import optuna
 import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
 from pipelines.cli import main
-from pipelines.defs.read.find_statement import find_statement
 from pipelines.defs.read.retrieval_tuning import retrieval_tuning
 from pipelines.evaluation.build import eval_database_url, reset_eval_database
-from pipelines.resources.database import DatabaseResource
 from pipelines.tuning.study import RETRY_ATTR, storage_for
+from tests.evaluation.read_assets import inline_png, materialized_metadata
 from tests.evaluation.toy_dataset import DEV_QUESTIONS, write_toy_dataset
 
 pytestmark = pytest.mark.slow
@@ -119,26 +115,12 @@ def test_a_killed_study_resumes_without_losing_or_repeating_a_trial(dataset: Pat
 
 
 def test_retrieval_tuning_materializes_with_plots_and_tables(dataset: Path, tmp_path: Path, make_schema_url: Callable[[], str]) -> None:
-    result = dg.materialize(
-        [find_statement, retrieval_tuning],
-        resources={"database": DatabaseResource(database_url=make_schema_url())},
-        run_config={"ops": {"retrieval_tuning": {"config": {
-            "dataset_path": str(dataset), "trials": 4, "space_path": str(space_file(tmp_path, 3)),
-        }}}},
-    )
-    assert result.success
-    (materialization,) = [
-        event.materialization
-        for event in result.get_asset_materialization_events()
-        if event.asset_key == dg.AssetKey("retrieval_tuning")
-    ]
-    metadata = materialization.metadata
+    config = {"dataset_path": str(dataset), "trials": 4, "space_path": str(space_file(tmp_path, 3))}
+    metadata = materialized_metadata(retrieval_tuning, config, make_schema_url())
     assert metadata["trials_finished"].value == 4
     assert metadata["compiled_statements"].value == metadata["plan_shapes"].value
     for plot in ("trial_history", "importances"):
-        encoded = re.fullmatch(r"!\[[^\]]+\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)", metadata[plot].value)
-        assert encoded is not None, plot
-        assert base64.b64decode(encoded.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
+        inline_png(metadata[plot].value)
     trials = metadata["trials"].value
     assert len(trials.records) == 4 and "value" in {column.name for column in trials.schema.columns}
     assert len(metadata["dev_questions"].value.records) == 2 * DEV_QUESTIONS

@@ -15,20 +15,7 @@ from pipelines.resources.scopes import ScopedRole
 from pipelines.write.graph.graph_store import build_communities, build_profiles, build_raptor, refresh_entity_graph
 from pipelines.write.summaries.summarizer import ExtractiveSummarizer
 from tests.read.planting import EMBEDDER, Planter
-
-MODEL = EMBEDDER.model_id
-PEOPLE = ("Aino", "Mika", "Liisa", "Otto")
-STATEMENTS = (
-    ("Aino", "Mika", "Aino leads the firmware team with Mika."),
-    ("Mika", "Liisa", "Mika reviews the battery tests Liisa writes."),
-    ("Liisa", "Otto", "Liisa and Otto shipped the Heron prototype."),
-    ("Otto", "Aino", "Otto reports to Aino on the airspace review."),
-)
-CHUNKS = (
-    "The firmware team ships a release every month.", "Battery tests run in the cold chamber overnight.",
-    "The Heron prototype flew its first route in May.", "The airspace review found two open issues.",
-)
-
+from tests.write.team_notes import CHUNKS, MODEL, STATEMENTS, plant_notes, plant_people
 
 def build_all(database: Database) -> tuple:
     summarizer = ExtractiveSummarizer(600)
@@ -46,15 +33,9 @@ def graph(make_schema_url: Callable[[], str]) -> Database:
     """A built graph over two scope sets: public rows, and tenant a's."""
     database = Database(make_schema_url())
     with database.connection() as connection, Planter(connection) as plant:
-        plant.entity_kind("person", "a human being")
         for document, scopes in (("d-public", []), ("d-a", ["a"])):
-            plant.document(document, "Team notes", scopes=scopes)
-            for position, text in enumerate(CHUNKS):
-                plant.chunk(document, position, text)
-        people = {name: plant.entity(name, "person") for name in PEOPLE}
-        for index, (subject, other, statement) in enumerate(STATEMENTS):
-            plant.fact(f"f{index}", people[subject], "works_with", statement, object_id=people[other],
-                       document_id="d-public")
+            plant_notes(plant, document, CHUNKS[:4], scopes)
+        plant_people(plant, STATEMENTS[:4], "d-public")
     with database.connection() as connection:
         connection.execute("UPDATE chunk SET scopes = '{a}' WHERE document_id = 'd-a'")
     refresh_entity_graph(database, EMBEDDER.embed)

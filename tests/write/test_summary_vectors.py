@@ -15,22 +15,7 @@ from pipelines.write.graph.graph_store import build_communities, build_profiles,
 from pipelines.write.summaries.summarizer import ExtractiveSummarizer, Summarizer
 from pipelines.write.summaries.summary_vectors import SummaryVectors, unit
 from tests.read.planting import EMBEDDER, Planter
-
-MODEL = EMBEDDER.model_id
-PEOPLE = ("Aino", "Mika", "Liisa", "Otto")
-STATEMENTS = (
-    ("Aino", "Mika", "Aino leads the firmware team with Mika."),
-    ("Mika", "Liisa", "Mika reviews the battery tests Liisa writes."),
-    ("Liisa", "Otto", "Liisa and Otto shipped the Heron prototype."),
-    ("Otto", "Aino", "Otto reports to Aino on the airspace review."),
-    ("Aino", "Liisa", "Aino hired Liisa in 2024."),
-)
-CHUNKS = (
-    "The firmware team ships a release every month.", "Battery tests run in the cold chamber overnight.",
-    "The Heron prototype flew its first route in May.", "The airspace review found two open issues.",
-    "Lantern maps the coast with a fleet of drones.", "Mooring keeps the boats charged at the harbour.",
-)
-
+from tests.write.team_notes import CHUNKS, MODEL, STATEMENTS, plant_notes, plant_people
 
 class Paraphrasing:
     """An abstractive summarizer's stand-in: its summaries are not its sources' sentences."""
@@ -58,13 +43,8 @@ class Counting:
 def graph(make_schema_url: Callable[[], str]) -> Database:
     database = Database(make_schema_url())
     with database.connection() as connection, Planter(connection) as plant:
-        plant.document("d1", "Team notes")
-        for position, text in enumerate(CHUNKS):
-            plant.chunk("d1", position, text)
-        plant.entity_kind("person", "a human being")
-        people = {name: plant.entity(name, "person") for name in PEOPLE}
-        for index, (subject, other, statement) in enumerate(STATEMENTS):
-            plant.fact(f"f{index}", people[subject], "works_with", statement, object_id=people[other], document_id="d1")
+        plant_notes(plant, "d1", CHUNKS)
+        people = plant_people(plant, STATEMENTS, "d1")
         # A second fact stated by the same sentence: one source of the summary, not two.
         plant.fact("f-again", people["Aino"], "leads", STATEMENTS[0][2], object_id=people["Mika"], document_id="d1")
     refresh_entity_graph(database, EMBEDDER.embed)

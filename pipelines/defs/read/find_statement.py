@@ -3,7 +3,6 @@ and the cacheability validator as its check."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import dagster as dg
 
@@ -26,7 +25,7 @@ READ_ASSETS = (
 
 
 def _config(database: DatabaseResource) -> LanegraphConfig:
-    return load_config(Path(database.config_path) if database.config_path else None)
+    return load_config(database.settings_path())
 
 
 @dg.asset(

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from pipelines.config import data_dir, default_config_path
+from pipelines.config import data_dir
 from pipelines.defs.code_location import code_location
 from pipelines.evaluation.demo_dataset import DEMO_DATASET_NAME, write_demo_dataset
 from pipelines.evaluation.plot import recall_plot_markdown
@@ -63,7 +63,7 @@ def retrieval_eval(
         cutoffs=tuple(config.cutoffs),
         lanes_files=tuple(Path(path) for path in config.lanes_files),
         # The lanes.yaml find_statement compiled, so the table describes that statement.
-        config_path=Path(database.config_path) if database.config_path else default_config_path(),
+        config_path=database.settings_path(),
     )
     report = evaluate(request, progress=context.log.info)
     arms, questions = report["arms"], report["queries"]

@@ -16,11 +16,11 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from pipelines.config import default_config_path
 from pipelines.defs.code_location import code_location
 from pipelines.orchestration.groups import READ_GROUP
 from pipelines.resources.database import DatabaseResource
-from pipelines.tuning.plot import history_png, importance_png, markdown_image
+from pipelines.charts import markdown_image
+from pipelines.tuning.plot import history_png, importance_png
 from pipelines.tuning.run import DEFAULT_TRIALS, TuningRequest, default_space_path, tune
 
 # Dagster keeps metadata in its event log: the tables show the first rows; --results has them all.
@@ -71,7 +71,7 @@ def retrieval_tuning(
         timeout_seconds=config.timeout_seconds or None,
         space_path=Path(config.space_path) if config.space_path else default_space_path(),
         # The lanes.yaml find_statement compiled: the settings the tuned ones are judged against.
-        config_path=Path(database.config_path) if database.config_path else default_config_path(),
+        config_path=database.settings_path(),
         queries=config.queries or None,
     )
     outcome = tune(request, progress=context.log.info)

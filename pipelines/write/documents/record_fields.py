@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from pipelines.errors import InputError
+from pipelines.resources.storable_text import unstorable_reason
 
 
 def field_name(field: str, within: str = "") -> str:
@@ -20,13 +21,8 @@ def optional_text(record: Mapping[str, object], field: str, within: str = "") ->
         return None
     if not isinstance(value, str):
         raise InputError(f"field {name!r} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise InputError(f"field {name!r} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        # JSON's \ud800 escapes decode to a lone surrogate, which no UTF-8 database can store.
-        raise InputError(f"field {name!r} holds a lone surrogate at character {error.start}") from None
+    if reason := unstorable_reason(value):
+        raise InputError(f"field {name!r} {reason}")
     return value
 
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-import dagster as dg
-
 from pipelines.config import ExtractionSettings
-from pipelines.resources.llm import ChatClient
+from pipelines.resources.llm import ChatEndpointResource
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText
 from pipelines.write.extraction.llm_extractor import LLMExtractor
 from pipelines.write.extraction.rule_extractor import RuleExtractor
@@ -28,14 +26,10 @@ class Extractor(Protocol):
         ...
 
 
-class ExtractorResource(dg.ConfigurableResource):
+class ExtractorResource(ChatEndpointResource):
     provider: Literal["spacy", "rules", "llm"] = "spacy"
     # Entities of one kind whose names are at least this trigram-similar are merged.
     merge_similarity: float = 0.9
-    llm_base_url: str = ""
-    llm_model: str = ""
-    llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_timeout_seconds: float = 60.0
     llm_concurrency: int = 4
 
     @classmethod
@@ -43,10 +37,7 @@ class ExtractorResource(dg.ConfigurableResource):
         return cls(
             provider=settings.provider,
             merge_similarity=settings.merge_similarity,
-            llm_base_url=settings.llm.base_url,
-            llm_model=settings.llm.model,
-            llm_api_key_env=settings.llm.api_key_env,
-            llm_timeout_seconds=settings.llm.timeout_seconds,
+            **cls.endpoint_fields(settings.llm),
         )
 
     def get_extractor(self) -> Extractor:
@@ -54,5 +45,4 @@ class ExtractorResource(dg.ConfigurableResource):
             return SpacyExtractor()
         if self.provider == "rules":
             return RuleExtractor()
-        client = ChatClient(self.llm_base_url, self.llm_model, self.llm_api_key_env, self.llm_timeout_seconds)
-        return LLMExtractor(client, concurrency=self.llm_concurrency)
+        return LLMExtractor(self.chat_client(), concurrency=self.llm_concurrency)

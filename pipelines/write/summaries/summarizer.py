@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-import dagster as dg
 
 from pipelines.config import SummarySettings
-from pipelines.resources.llm import ChatClient
+from pipelines.resources.llm import ChatClient, ChatEndpointResource
 from pipelines.write.summaries.summaries import extractive_summary, truncate
 
 # How much more source text than summary the LLM is shown.
@@ -62,27 +61,15 @@ class LLMSummarizer:
         return truncate(self.client.complete(system, source).strip(), self.max_chars)
 
 
-class SummarizerResource(dg.ConfigurableResource):
+class SummarizerResource(ChatEndpointResource):
     provider: Literal["extractive", "llm"] = "extractive"
     max_chars: int = 600
-    llm_base_url: str = ""
-    llm_model: str = ""
-    llm_api_key_env: str = "OPENAI_API_KEY"
-    llm_timeout_seconds: float = 60.0
 
     @classmethod
     def from_settings(cls, settings: SummarySettings) -> SummarizerResource:
-        return cls(
-            provider=settings.provider,
-            max_chars=settings.max_chars,
-            llm_base_url=settings.llm.base_url,
-            llm_model=settings.llm.model,
-            llm_api_key_env=settings.llm.api_key_env,
-            llm_timeout_seconds=settings.llm.timeout_seconds,
-        )
+        return cls(provider=settings.provider, max_chars=settings.max_chars, **cls.endpoint_fields(settings.llm))
 
     def get_summarizer(self) -> Summarizer:
         if self.provider == "extractive":
             return ExtractiveSummarizer(self.max_chars)
-        client = ChatClient(self.llm_base_url, self.llm_model, self.llm_api_key_env, self.llm_timeout_seconds)
-        return LLMSummarizer(client, self.max_chars)
+        return LLMSummarizer(self.chat_client(), self.max_chars)

@@ -3,9 +3,9 @@
 -- sessions, each saying one thing about her, often without her name ("I" is the speaker) and
 -- without the question's words. The facts whose subject or object the question names exactly
 -- (by name or alias, as the facts lane finds them) are ranked by how near their statement is to
--- the question, and each fact's source chunk gains :named_fact_weight times its scaled similarity
--- (min-max over the :fusion_depth nearest, as the dense ranking is scaled), on top of what the
--- fusion gave it. The named entities' facts are read through fact_subject_idx and
+-- the question, and each fact's source chunk is lent :named_fact_weight times its scaled similarity
+-- (min-max over the :fusion_depth nearest, as the dense ranking is scaled); lift.sql adds it on top
+-- of what the fusion gave the chunk. The named entities' facts are read through fact_subject_idx and
 -- fact_object_idx; their distances are computed for those facts alone.
 WITH named AS (
     SELECT entity.id
@@ -33,24 +33,14 @@ nearest AS (
     GROUP BY about.chunk_id
     ORDER BY min(about.distance), about.chunk_id
     LIMIT :fusion_depth
-),
-lent AS (
-    SELECT
-        nearest.chunk_id,
-        :named_fact_weight * coalesce(
-            (max(nearest.distance) OVER () - nearest.distance)
-                / nullif(max(nearest.distance) OVER () - min(nearest.distance) OVER (), 0),
-            1
-        ) AS score,
-        false AS direct
-    FROM nearest
-    WHERE nearest.distance <= :find_max_distance
-),
-lifted AS (
-    SELECT scored.chunk_id, scored.score, scored.direct FROM scored
-    UNION ALL
-    SELECT lent.chunk_id, lent.score, lent.direct FROM lent
 )
-SELECT lifted.chunk_id, sum(lifted.score) AS score, bool_or(lifted.direct) AS direct
-FROM lifted
-GROUP BY lifted.chunk_id
+SELECT
+    nearest.chunk_id,
+    :named_fact_weight * coalesce(
+        (max(nearest.distance) OVER () - nearest.distance)
+            / nullif(max(nearest.distance) OVER () - min(nearest.distance) OVER (), 0),
+        1
+    ) AS score,
+    false AS direct
+FROM nearest
+WHERE nearest.distance <= :find_max_distance

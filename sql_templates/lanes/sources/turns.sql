@@ -3,7 +3,8 @@
 -- support group" answers), and a turn goes on from the one before it. Every turn the fusion found
 -- (`scored`: the first fusion, or the bridge hop's) lends :turn_reply_weight of its score to the
 -- next turn of its session and :turn_context_weight to the turn before it; a turn reached both as
--- a hit and as a neighbour adds the two. Documents that are not turns pass through unchanged.
+-- a hit and as a neighbour adds the two (lift.sql adds the lent rows to `scored`). Documents
+-- that are not turns pass through unchanged.
 -- Neighbours are probed through (conversation, session, turn) (0071), a handful of rows per hit.
 WITH hit AS (
     SELECT scored.score, document.conversation, document.session, document.turn
@@ -18,22 +19,12 @@ neighbor AS (
     UNION ALL
     SELECT hit.score * :turn_context_weight, hit.conversation, hit.session, hit.turn - 1
     FROM hit
-),
-lent AS (
-    SELECT chunk.id AS chunk_id, neighbor.score, false AS direct
-    FROM neighbor
-    JOIN document
-      ON document.conversation = neighbor.conversation
-     AND document.session = neighbor.session
-     AND document.turn = neighbor.turn
-    JOIN chunk ON chunk.document_id = document.id
-    WHERE neighbor.score > 0  -- @constant: a weight of 0 lends nothing, and makes no candidate
-),
-lifted AS (
-    SELECT scored.chunk_id, scored.score, scored.direct FROM scored
-    UNION ALL
-    SELECT lent.chunk_id, lent.score, lent.direct FROM lent
 )
-SELECT lifted.chunk_id, sum(lifted.score) AS score, bool_or(lifted.direct) AS direct
-FROM lifted
-GROUP BY lifted.chunk_id
+SELECT chunk.id AS chunk_id, neighbor.score, false AS direct
+FROM neighbor
+JOIN document
+  ON document.conversation = neighbor.conversation
+ AND document.session = neighbor.session
+ AND document.turn = neighbor.turn
+JOIN chunk ON chunk.document_id = document.id
+WHERE neighbor.score > 0  -- @constant: a weight of 0 lends nothing, and makes no candidate
