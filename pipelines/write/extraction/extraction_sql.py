@@ -1,5 +1,5 @@
 """SQL of the entities_and_facts step: staging, and the call of the merge that resolves entities,
-consolidates facts and supersedes states (migration 0110).
+consolidates facts and supersedes states (migrations 0110 and 0111).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
@@ -55,7 +55,7 @@ GRAPH_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('lanegraph.entities_an
 
 # A batch's staged extractions, in temporary tables of the run's session that its commit drops: a
 # killed run leaves nothing staged behind, and two runs never see each other's. The merge function
-# (migration 0110) reads them; the two working tables hold what it resolves and states.
+# (migration 0111) reads them; the working tables hold what it resolves, states and has written.
 CREATE_STAGING_TABLES = """
 CREATE TEMPORARY TABLE lanegraph_staged_document (
     ordinal integer PRIMARY KEY, document_id text NOT NULL, scopes text[] NOT NULL, retracted boolean NOT NULL
@@ -91,6 +91,12 @@ CREATE TEMPORARY TABLE lanegraph_stated_fact (
     valid_from timestamptz, valid_to timestamptz, functional_side text
 ) ON COMMIT DROP;
 CREATE INDEX ON lanegraph_stated_fact (document_id);
+CREATE TEMPORARY TABLE lanegraph_merged_document (
+    ordinal integer PRIMARY KEY, document_id text NOT NULL, scopes text[] NOT NULL, retracted boolean NOT NULL,
+    stamped timestamptz NOT NULL, created integer NOT NULL, merged integer NOT NULL,
+    mention_count bigint NOT NULL DEFAULT 0, stated integer NOT NULL DEFAULT 0, inserted integer NOT NULL DEFAULT 0,
+    closed integer NOT NULL DEFAULT 0, superseded integer NOT NULL DEFAULT 0, written boolean NOT NULL DEFAULT false
+) ON COMMIT DROP;
 """
 
 COPY_STAGED = "COPY {table} FROM STDIN"

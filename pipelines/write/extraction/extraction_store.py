@@ -1,7 +1,7 @@
 """Writes documents' extractions into the graph: each document is staged (its canonical names,
 mentions and facts, made without a lock), then a batch of staged documents is merged in one
-transaction and one round trip under the graph write lock: entities resolved, facts replaced,
-states superseded, one document after another (migration 0110).
+transaction and one round trip under the graph write lock: entities resolved one document after
+another, then facts replaced and states superseded for many documents at once (migration 0111).
 
 A batch's facts are either all replaced or not at all. Re-running an unchanged document changes
 nothing: identical believed statements are kept (the unique index absorbs the insert), and only
@@ -139,7 +139,7 @@ class StagedDocument:
     """One document's extraction as the merge reads it: names, not entity ids, which only the merge
     (under the graph write lock, against the entities the documents before it created) resolves.
     Made without the lock or the database; each list holds rows of one staged table
-    (migration 0110)."""
+    (migrations 0110 and 0111)."""
 
     document_id: str
     scopes: list[str]
@@ -207,7 +207,7 @@ def merge_documents(
 ) -> tuple[dict[str, DocumentCounts], MergeTiming]:
     """Write the staged documents into the graph, in order, inside the caller's transaction: the
     rows are copied into the session's staging tables first, then the graph write lock is taken
-    for one call of the merge function (migration 0110) and held until the caller commits."""
+    for one call of the merge function (migration 0111) and held until the caller commits."""
     started = time.perf_counter()
     connection.execute(q.CREATE_STAGING_TABLES)
     cursor = connection.cursor()
