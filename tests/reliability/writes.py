@@ -38,6 +38,14 @@ def make_corpus(folder: Path) -> Path:
     return folder
 
 
+def second_folder(folder: Path) -> Path:
+    """Two demo documents that make_corpus's folder lacks: what an incremental run adds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in sorted(path.name for path in DEMO.glob("*.md"))[-2:]:
+        shutil.copy(DEMO / name, folder / name)
+    return folder
+
+
 @dataclass
 class Target:
     """Where one scenario writes: a database URL and its own Dagster instance directory."""
