@@ -107,7 +107,8 @@ class WriteWorker:
         return self._ask({"op": "wait", "pid": pid})["exit"]
 
     def run(self, target: Target, corpus: Path, **fault: object) -> tuple[int, int | None]:
-        """One ingest to the end (or to its fault): exit code and, if it finished, its statement count."""
+        """One ingest (or, with command="materialize", materialization) to the end or to its fault:
+        exit code and, if it finished, its statement count."""
         pid, result = self.start(target, corpus, **fault)
         code = self.wait(pid)
         statements = json.loads(result.read_text())["statements"] if result.exists() else None
