@@ -122,3 +122,26 @@ def test_the_bm25_primitive_finds_a_document_only_once_every_chunk_has_its_embed
     assert bm25_chunks() == set()
     embed(kestrel, [2])
     assert bm25_chunks() == {f"chunk:kestrel#{position}" for position in range(len(TEXTS))}
+
+
+def test_a_documents_facts_are_found_only_once_every_chunk_has_its_embedding(
+    kestrel: Database, config: LanegraphConfig
+) -> None:
+    # A changed document as its run leaves it between steps: new chunks awaiting embeddings, and
+    # the facts extracted from it so far.
+    with kestrel.connection() as connection, Planter(connection) as plant:
+        plant.entity_kind("product", "a made thing")
+        turbine = plant.entity("Kestrel turbine", "product")
+        plant.mention(turbine, "kestrel#0", "Kestrel turbine", "product")
+        plant.fact("f-kestrel", turbine, "assembled_in", "The Kestrel turbine was assembled in Tampere.",
+                   object_value="Tampere", source_chunk_id="kestrel#0", document_id="kestrel")
+
+    def kestrel_facts() -> set[str]:
+        result = find(kestrel, QUESTION, config=config, embedder=EMBEDDER, scopes=None)
+        return {candidate.evidence_id for candidate in result.candidates if candidate.fact_id}
+
+    assert kestrel_facts() == set()
+    embed(kestrel, [0, 1])
+    assert kestrel_facts() == set()
+    embed(kestrel, [2])
+    assert kestrel_facts() == {"fact:f-kestrel"}
