@@ -40,8 +40,18 @@ def _output_columns(statement: CompiledStatement) -> tuple[str, ...]:
     return tuple(parse_query(statement.sql).named_selects)
 
 
+# A document is published once none of its chunks awaits its embedding (0091's partial index, read
+# once), as the sources lane keeps it (sql_templates/lanes/sources/keep.sql): a document being
+# ingested is found by no primitive until every lane finds it.
+PUBLISHED_CHUNKS = (
+    "NOT chunk.document_id = ANY(ARRAY("
+    "SELECT unembedded.document_id FROM chunk AS unembedded WHERE unembedded.embedding IS NULL))"
+)
+
+
 def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
-    """The compiled BM25 ranking joined to its chunks, so evidence carries the text it names.
+    """The compiled BM25 ranking joined to its chunks, so evidence carries the text it names, and
+    kept to published documents. The ranking itself is the sources lane's, which filters later.
 
     The join adds no bind and no literal, so the ranking's positional binds stand as compiled.
     """
@@ -50,6 +60,7 @@ def with_chunks(ranking: CompiledStatement) -> CompiledStatement:
         exp.select("ranked.chunk_id", "ranked.score", "chunk.text", "chunk.document_id")
         .from_(ranked)
         .join("chunk", on="chunk.id = ranked.chunk_id")
+        .where(PUBLISHED_CHUNKS)
         .order_by("ranked.score DESC", "ranked.chunk_id")
     )
     return replace(ranking, sql=joined.sql(dialect=PgVector, pretty=True))

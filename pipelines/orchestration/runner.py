@@ -53,6 +53,15 @@ RERUN_ADVICE = (
 class WriteRunError(LanegraphError):
     """A run of the write side failed; the message names the step and its error."""
 
+    def __init__(self, message: str, run_id: str = "") -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class GraphRefreshError(WriteRunError):
+    """A graph-wide step failed after the ingest's documents had landed: they are findable, and the
+    step is tried again by the next ingest or materialization."""
+
 
 @dataclass
 class WriteReport:
@@ -128,7 +137,20 @@ def ingest(
             report.partitions = [key for key in ordered if key in pending]
             runner.run(INGEST_JOB, report, tags=covering_range_tags(ordered, pending))
         if refresh_graph and graph_keys and (pending or graph_behind or not _all_materialized(dagster, graph_keys)):
-            runner.run_graph(graph_keys, report)
+            try:
+                runner.run_graph(graph_keys, report)
+            except WriteRunError as failed:
+                # The per-document run committed before the graph run started: say so, so a user (or a
+                # script reading the exit status) does not take the failure for a lost ingest.
+                landed = (
+                    f"{len(report.partitions)} new or changed source file(s) ingested, their documents findable, but "
+                    if report.partitions else ""
+                )
+                raise GraphRefreshError(
+                    f"{path}: {landed}the graph refresh failed: {failed}; once its cause is fixed, the next "
+                    "`lanegraph ingest` or `lanegraph materialize` runs the step again",
+                    failed.run_id,
+                ) from None
     return report
 
 
@@ -220,6 +242,15 @@ def _deepest_cause(error: object) -> object:
     while getattr(error, "cause", None) is not None:
         error = error.cause  # type: ignore[attr-defined]
     return error
+
+
+def _step_error(error: object) -> str:
+    """The error a step's own code raised, on one line: Dagster wraps it in errors of its own
+    ("Error occurred while executing op ...") that name nothing the user can act on."""
+    while str(getattr(error, "cls_name", "")).startswith("Dagster") and getattr(error, "cause", None) is not None:
+        error = error.cause  # type: ignore[attr-defined]
+    message = str(getattr(error, "message", "")).strip()
+    return first_line_of(Exception(message)) if message else str(getattr(error, "cls_name", "no error recorded"))
 
 
 @contextmanager
@@ -379,12 +410,10 @@ class _Runner:
         if not result.success:
             failures = result.get_step_failure_events()
             self._raise_if_database_gone(failures[0].step_key if failures else None, failures)
-            reason = (
-                f"step {failures[0].step_key} failed: {failures[0].step_failure_data.error.message.strip()}"
-                if failures
-                else "the run failed"
-            )
-            raise WriteRunError(f"run {result.run_id} of {result.job_def.name}: {reason}")
+            reason = "; ".join(
+                f"step {failure.step_key} failed ({_step_error(failure.step_failure_data.error)})" for failure in failures
+            ) or "the run failed"
+            raise WriteRunError(f"{reason} (Dagster run {result.run_id} of {result.job_def.name})", result.run_id)
 
     def _raise_if_database_gone(self, step: str | None, failures: Sequence[dg.DagsterEvent]) -> None:
         """A failed run whose database no longer answers failed because of it: say so in one line."""

@@ -5,11 +5,14 @@ document (every chunk embedded) or none of it."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 
 from pipelines.config import LanegraphConfig
+from pipelines.fusion import BM25Args
+from pipelines.fusion.postgres_client import PostgresQueryClient
 from pipelines.read.find import find
 from pipelines.resources.database import Database
 from pipelines.write.documents.document_sql import WRITE_EMBEDDING
@@ -99,3 +102,39 @@ def test_readers_polling_during_batched_embedding_see_the_document_whole_or_not_
     # Embeddings are never removed here: a find that showed the document while a chunk still
     # waited would be caught by the count that followed it.
     assert seen and all(waiting == 0 for _, waiting in seen), seen
+
+
+def test_the_bm25_primitive_finds_a_document_only_once_every_chunk_has_its_embedding(kestrel: Database) -> None:
+    client = PostgresQueryClient(kestrel)
+
+    def bm25_chunks() -> set[str]:
+        return {item.entity_id for item in asyncio.run(client.bm25(BM25Args("Kestrel turbine Tampere"), "1", "words", 10))}
+
+    assert bm25_chunks() == set()
+    embed(kestrel, [0, 1])
+    assert bm25_chunks() == set()
+    embed(kestrel, [2])
+    assert bm25_chunks() == {f"chunk:kestrel#{position}" for position in range(len(TEXTS))}
+
+
+def test_a_documents_facts_are_found_only_once_every_chunk_has_its_embedding(
+    kestrel: Database, config: LanegraphConfig
+) -> None:
+    # A changed document as its run leaves it between steps: new chunks awaiting embeddings, and
+    # the facts extracted from it so far.
+    with kestrel.connection() as connection, Planter(connection) as plant:
+        plant.entity_kind("product", "a made thing")
+        turbine = plant.entity("Kestrel turbine", "product")
+        plant.mention(turbine, "kestrel#0", "Kestrel turbine", "product")
+        plant.fact("f-kestrel", turbine, "assembled_in", "The Kestrel turbine was assembled in Tampere.",
+                   object_value="Tampere", source_chunk_id="kestrel#0", document_id="kestrel")
+
+    def kestrel_facts() -> set[str]:
+        result = find(kestrel, QUESTION, config=config, embedder=EMBEDDER, scopes=None)
+        return {candidate.evidence_id for candidate in result.candidates if candidate.fact_id}
+
+    assert kestrel_facts() == set()
+    embed(kestrel, [0, 1])
+    assert kestrel_facts() == set()
+    embed(kestrel, [2])
+    assert kestrel_facts() == {"fact:f-kestrel"}

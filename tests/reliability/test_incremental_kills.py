@@ -11,7 +11,6 @@ sets how many kill points (default 2); docs/reliability.md gives a longer run's 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -20,19 +19,12 @@ import psycopg
 import pytest
 
 from pipelines.write.graph.refresh_state import steps_out_of_step
-from tests.reliability.writes import DEMO, Target, WriteWorker, differing_tables, fresh_home, make_corpus
+from tests.reliability.writes import Target, WriteWorker, differing_tables, fresh_home, make_corpus, second_folder
 
 pytestmark = pytest.mark.slow
 
 KILLS = int(os.environ.get("LANEGRAPH_INCREMENTAL_KILLS", "2"))
 GRAPH_STEPS = ["entity_graph", "title_links", "communities", "entity_profiles", "raptor_levels"]
-
-
-def second_folder(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in sorted(path.name for path in DEMO.glob("*.md"))[-2:]:
-        shutil.copy(DEMO / name, folder / name)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,9 @@ Protocol, one JSON object per line: `{"op": "start", "job": {...}}` answers `{"p
 `{"op": "wait", "pid": P}` answers `{"exit": CODE}` (negative: killed by that signal). A job is
 `url`, `corpus`, `home` (DAGSTER_HOME), `log` (the child's output), `result` (where the child
 writes `{"statements": N}`), optionally `graph` = false (the per-document run only, as a run killed
-right after it leaves things), and optionally `kill_at` = N: just before its N-th SQL statement or
+right after it leaves things), optionally `command` = "materialize" (every write-side asset, as
+`lanegraph materialize` runs them, in full for the graph with `full_graph` = true; `corpus` unused),
+and optionally `kill_at` = N: just before its N-th SQL statement or
 commit the run SIGKILLs itself, after first SIGKILLing every process of the database server whose
 postmaster is `postmaster_pid` when `kill` = "server".
 
@@ -32,9 +34,10 @@ import psycopg
 from pipelines.config import load_config
 from pipelines.orchestration.dagster_home import ensure_dagster_home
 from pipelines.definitions import defs
+from pipelines.defs.write.graph_schedule import full_rebuild_config
 from pipelines.write.extraction.extractor import ExtractorResource
 from pipelines.write.summaries.summarizer import SummarizerResource
-from pipelines.orchestration.runner import ingest
+from pipelines.orchestration.runner import ingest, materialize
 from tests.reliability.tenancy import HashedEmbedderResource
 
 
@@ -121,10 +124,16 @@ def _run_child(job: dict) -> None:
         fault = FaultAtStatement(job)
         fault.install()
         with dg.DagsterInstance.get() as instance:
-            ingest(
-                Path(job["corpus"]), definitions=definitions(), instance=instance, database_url=job["url"],
-                refresh_graph=job.get("graph", True),
-            )
+            if job.get("command") == "materialize":
+                materialize(
+                    definitions=definitions(), instance=instance, database_url=job["url"],
+                    run_config=full_rebuild_config() if job.get("full_graph") else None,
+                )
+            else:
+                ingest(
+                    Path(job["corpus"]), definitions=definitions(), instance=instance, database_url=job["url"],
+                    refresh_graph=job.get("graph", True),
+                )
         Path(job["result"]).write_text(json.dumps({"statements": fault.count}))
         status = 0
     except BaseException:

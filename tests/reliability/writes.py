@@ -38,6 +38,14 @@ def make_corpus(folder: Path) -> Path:
     return folder
 
 
+def second_folder(folder: Path) -> Path:
+    """Two demo documents that make_corpus's folder lacks: what an incremental run adds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in sorted(path.name for path in DEMO.glob("*.md"))[-2:]:
+        shutil.copy(DEMO / name, folder / name)
+    return folder
+
+
 @dataclass
 class Target:
     """Where one scenario writes: a database URL and its own Dagster instance directory."""
@@ -99,7 +107,8 @@ class WriteWorker:
         return self._ask({"op": "wait", "pid": pid})["exit"]
 
     def run(self, target: Target, corpus: Path, **fault: object) -> tuple[int, int | None]:
-        """One ingest to the end (or to its fault): exit code and, if it finished, its statement count."""
+        """One ingest (or, with command="materialize", materialization) to the end or to its fault:
+        exit code and, if it finished, its statement count."""
         pid, result = self.start(target, corpus, **fault)
         code = self.wait(pid)
         statements = json.loads(result.read_text())["statements"] if result.exists() else None

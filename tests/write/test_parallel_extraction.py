@@ -3,6 +3,11 @@ what one process parsing everything in order writes."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from pipelines.resources.database import Database
@@ -63,3 +68,45 @@ def test_every_chunk_of_a_page_goes_to_one_task_in_order() -> None:
     chunks = [ChunkText(f"c{index}", "text", title, "") for index, title in enumerate(titles)]
     tasks = _tasks_by_page(chunks, 2)
     assert tasks == [[0, 2, 5], [1, 3], [4, 6], [7]]
+
+
+# A process that starts the extractor's workers, sets one parsing (a long sleep stands in for a
+# 2 MB document), prints the workers' pids, and waits to be killed.
+BUSY_POOL = """
+import os, time
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor
+extractor = SpacyExtractor(workers=2)
+pool = extractor._worker_pool()
+pids = {pool.submit(os.getpid).result() for _ in range(8)}
+pool.submit(time.sleep, 600)
+print(" ".join(map(str, sorted(pids))), flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_workers_end_when_the_process_that_started_them_is_killed() -> None:
+    """A SIGKILLed ingest used to leave its workers parsing on, orphaned: 800 MB and a core each for
+    as long as the document took, beside the ingest run again."""
+    starter = subprocess.Popen([sys.executable, "-c", BUSY_POOL], stdout=subprocess.PIPE, text=True)
+    try:
+        assert starter.stdout is not None
+        workers = [int(pid) for pid in starter.stdout.readline().split()]
+        assert workers and all(alive(pid) for pid in workers)
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + 20
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [pid for pid in workers if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

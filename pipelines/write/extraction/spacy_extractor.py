@@ -17,6 +17,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import threading
+import time
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -482,12 +484,28 @@ class SpacyExtractor:
 
     def _worker_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            # No initializer: a worker loads spaCy with its first task, so a missing model surfaces
-            # as the task's ConfigError rather than as a broken pool.
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            # The initializer only watches the parent: a worker loads spaCy with its first task, so a
+            # missing model surfaces as the task's ConfigError rather than as a broken pool.
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_end_with_parent, initargs=(os.getpid(),),
+            )
             # Shut down with the extractor, so a long-lived process keeps no idle parsers around.
             weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
         return self._pool
+
+
+def _end_with_parent(parent: int, poll_seconds: float = 1.0) -> None:
+    """In a worker: exit once the process that started it is gone. A killed ingest (SIGKILL, the
+    OOM killer) cannot shut its pool down, and a worker busy with a long document parsed on,
+    orphaned, holding its memory and a core beside the ingest run again."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def _extract_chunks(chunks: Sequence[ChunkText], batch_size: int) -> list[ChunkExtraction]:

@@ -1,8 +1,8 @@
 -- Facts lane rows: the parts interleaved by rank. Each part ranked its facts on its own; a fact
 -- keeps its best rank across parts, so a fact one part ranked first stays first however another
 -- ranked it (ranks, not raw distances, so cosine similarity cannot drown graph-only evidence).
--- One row per distinct statement per perspective, cut at the lane limit, then hydrated with the
--- source chunk and its document.
+-- One row per distinct statement per perspective, of published documents, cut at the lane limit,
+-- then hydrated with the source chunk and its document.
 WITH best_rank AS (
     SELECT ranked_part.fact_id, min(ranked_part.part_rank) AS part_rank
     FROM ranked_part
@@ -24,6 +24,14 @@ distinct_statement AS (
         ) AS copy
     FROM best_rank
     JOIN live_fact ON live_fact.id = best_rank.fact_id
+    -- A fact of a document being ingested (a chunk awaiting its embedding, 0091) waits with the
+    -- document, which the sources lane hides as long (sources/keep.sql): every lane finds a document's
+    -- evidence at once, or none does. The documents being ingested are read once, from 0091's
+    -- partial index, empty between ingests.
+    WHERE live_fact.document_id IS NULL
+       OR NOT live_fact.document_id = ANY(ARRAY(
+           SELECT unembedded.document_id FROM chunk AS unembedded WHERE unembedded.embedding IS NULL
+       ))
 ),
 kept AS (
     SELECT
