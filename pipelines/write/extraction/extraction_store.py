@@ -1,7 +1,7 @@
 """Writes documents' extractions into the graph: each document is staged (its canonical names,
 mentions and facts, made without a lock), then a batch of staged documents is merged in one
 transaction and one round trip under the graph write lock: entities resolved one document after
-another, then facts replaced and states superseded for many documents at once (migration 0111).
+another, then facts replaced and states superseded for many documents at once (migrations 0111 and 0113).
 
 A batch's facts are either all replaced or not at all. Re-running an unchanged document changes
 nothing: identical believed statements are kept (the unique index absorbs the insert), and only
