@@ -42,6 +42,17 @@ MINIMUM_SERVER_VERSION = 160000
 CONNECT_TIMEOUT_SECONDS = 10
 
 
+def schema_advisory_lock(purpose: str, table: str) -> str:
+    """The statement that takes a transaction-scoped advisory lock on `purpose` within the schema
+    holding `table` (as the search path finds it). PostgreSQL keys advisory locks by database, so a
+    constant key would make builds in different schemas of one database (evaluation builds on a
+    DATABASE_URL server, one schema per project) wait for each other."""
+    return (
+        f"SELECT pg_advisory_xact_lock(hashtextextended('{purpose}', c.relnamespace::bigint)) "
+        f"FROM pg_class c WHERE c.oid = '{table}'::regclass"
+    )
+
+
 def resolve_database_url(database: str = DEFAULT_DATABASE) -> str:
     """DATABASE_URL when set; otherwise the embedded server (started on demand) and `database` on it."""
     external = os.environ.get("DATABASE_URL", "").strip()

@@ -106,7 +106,7 @@ def apply_statistics(connection: psycopg.Connection, changes: Iterable[DocumentF
     ones) and refresh each scope set's N and total length."""
     # Sorted by (term, scope set, amount): a removal's bounds are None, never compared.
     changes = sorted(changes, key=lambda change: change[:3])
-    connection.execute(q.LOCK_STATISTICS, {"key": q.STATISTICS_LOCK_KEY})
+    connection.execute(q.LOCK_STATISTICS)
     raised = [change for change in changes if change[2] > 0]
     lowered = [change for change in changes if change[2] < 0]
     if raised:

@@ -3,10 +3,9 @@ stems and drops stopwords; a lexeme's term frequency is its number of positions 
 is the sum of its term frequencies. sql_templates/primitives/bm25.sql ranks with the same
 configuration, so the two must change together."""
 
+from pipelines.resources.database import schema_advisory_lock
+
 TEXT_SEARCH_CONFIG = "english"
-# Serialises the few statements that change document frequencies and corpus size, so concurrent
-# runs never deadlock on bm25_term rows and the corpus totals are computed after the last commit.
-STATISTICS_LOCK_KEY = 0x424D3235
 
 UNINDEXED_CHUNKS = """
 SELECT chunk.id, document.source_key
@@ -70,7 +69,10 @@ forgotten AS (
 SELECT term, scopes::text, -count(*)::integer, NULL::integer, NULL::integer FROM removed GROUP BY term, scopes
 """
 
-LOCK_STATISTICS = "SELECT pg_advisory_xact_lock(%(key)s)"
+# Serialises the few statements that change one schema's document frequencies and corpus size, so
+# concurrent runs never deadlock on bm25_term rows and the corpus totals are computed after the last
+# commit.
+LOCK_STATISTICS = schema_advisory_lock("lanegraph.bm25_statistics", "bm25_term")
 
 # Increases insert new (term, scope set) rows; decreases only ever meet existing rows (and an INSERT
 # would check the table's df >= 0 constraint against the negative amount before finding the

@@ -3,6 +3,7 @@ consolidates facts and supersedes states (migrations 0110 and 0111).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
+from pipelines.resources.database import schema_advisory_lock
 
 # The ontology's kinds exist before any entity names them; a changed description drops the
 # embedding that described the old one (the entity_graph step embeds kinds without one).
@@ -48,10 +49,10 @@ FROM batch LEFT JOIN participants ON participants.conversation = batch.conversat
 ORDER BY batch.document_id, batch.position
 """
 
-# Serialises writers of the graph: resolution reads entities and then writes them, and two runs
-# interleaving those steps would create the same entity twice under different spellings. Only the
-# merge takes it; extraction and staging run beside another run's merge.
-GRAPH_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('lanegraph.entities_and_facts'))"
+# Serialises writers of one schema's graph: resolution reads entities and then writes them, and two
+# runs interleaving those steps would create the same entity twice under different spellings. Only
+# the merge takes it; extraction and staging run beside another run's merge.
+GRAPH_WRITE_LOCK = schema_advisory_lock("lanegraph.entities_and_facts", "entity")
 
 # A batch's staged extractions, in temporary tables of the run's session that its commit drops: a
 # killed run leaves nothing staged behind, and two runs never see each other's. The merge function
