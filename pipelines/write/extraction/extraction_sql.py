@@ -1,5 +1,5 @@
 """SQL of the entities_and_facts step: staging, and the call of the merge that resolves entities,
-consolidates facts and supersedes states (migrations 0110 and 0111).
+consolidates facts and supersedes states (migrations 0110, 0111 and 0113).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
