@@ -49,7 +49,6 @@ def test_a_schema_merges_its_graph_while_another_schema_holds_its_graph_lock(mak
         GRAPH_WRITE_LOCK, busy, lambda: extract_documents(free, SpacyExtractor(workers=1), list(documents), 0.9)
     )
     assert set(report.documents) == set(documents)
-    assert report.lock_wait_seconds < WAIT_SECONDS
 
 
 def test_a_schema_updates_bm25_statistics_while_another_schema_holds_its_lock(make_database) -> None:
