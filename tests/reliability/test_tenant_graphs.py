@@ -12,6 +12,7 @@ LANEGRAPH_TENANT_FINDS sets how many random confined finds the leak check runs (
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -36,6 +37,8 @@ TENANTS = ("acme", "borealis", "cinder", "dunmore")
 TOKEN = re.compile(r"zx[a-z]{6}")
 FINDS = int(os.environ.get("LANEGRAPH_TENANT_FINDS", "1000"))
 SEED = 20261202
+# The scope sets `random_caller` can draw: one tenant, none, or two or three of the tenants and `legal`.
+CALLER_SCOPE_SETS = len(TENANTS) + 1 + math.comb(len(TENANTS) + 1, 2) + math.comb(len(TENANTS) + 1, 3)
 SHARED_NAMES = ("Project Heron", "Mara Okafor", "Corvane Logistics", "Rotterdam Yard", "Project Lantern")
 # Sentences the rule extractor turns into facts between the shared names and a tenant's own people.
 DOCUMENT_SENTENCES = (
@@ -96,7 +99,10 @@ def tenants(make_schema_url: Callable[[], str], tmp_path_factory: pytest.TempPat
     readers = write_corpus(folder, np.random.default_rng(SEED))
     report = ingest(folder, definitions=definitions(), instance=dg.DagsterInstance.ephemeral(), database_url=url)
     assert all(report.checks.values()), report.checks
-    with Database(url) as database:
+    # Room to keep a confined connection open for every scope set `random_caller` draws, so most of
+    # the random finds run on a kept connection (the path where one caller's state could reach the
+    # next) rather than spending the test opening connections and preparing find again.
+    with Database(url, max_size=CALLER_SCOPE_SETS) as database:
         yield TenantCorpus(database, readers)
 
 
@@ -169,6 +175,7 @@ def test_the_owner_reads_every_tenants_graph(tenants: TenantCorpus) -> None:
 
 
 def random_caller(rng: np.random.Generator) -> frozenset[str]:
+    """One tenant (60%), no scope (10%), or two or three of the tenants and `legal` (30%)."""
     roll = rng.random()
     if roll < 0.6:
         return frozenset({str(rng.choice(TENANTS))})
