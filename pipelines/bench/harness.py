@@ -164,10 +164,12 @@ def run_benchmark(
         # needs, and Dagster warns about beta parameters while they load.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from pipelines.bench.ingest import measure_ingest
+            from pipelines.bench.ingest import benchmark_passages, measure_ingest
 
         progress(f"ingest benchmark on {options.dataset}")
-        report["ingest"] = measure_ingest(options.dataset, limit=options.ingest_limit, progress=progress)
+        report["ingest"] = measure_ingest(
+            options.dataset.name, benchmark_passages(options.dataset, options.ingest_limit), progress=progress
+        )
     return report
 
 

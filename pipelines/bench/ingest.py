@@ -15,11 +15,16 @@ side, graph refresh included (incremental, as every ingest into a built graph). 
 one-document ingest within 5% of the full build.
 
     lanegraph bench ingest ../shared/data/musique.json [--limit 1000] [--json OUT]
+    lanegraph bench ingest --synthetic 100k [--json OUT]
+
+`--synthetic N` takes the documents of the synthetic corpus `lanegraph bench --chunks N` reads,
+each document one passage, instead of a dataset's.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
@@ -35,6 +40,7 @@ import dagster as dg
 
 from pipelines.bench.ingest_arguments import add_ingest_arguments
 from pipelines.bench.loader import drop_schema, recreate_schema
+from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
 from pipelines.bench.report import render_ingest
 from pipelines.config import load_config
 from pipelines.errors import InputError, LanegraphError
@@ -68,17 +74,33 @@ AMDAHL_WORKERS = 8
 
 def benchmark_passages(dataset: Path, limit: int | None) -> tuple[Passage, ...]:
     """The dataset's first `limit` passages: at least two, as the last one is held out."""
-    passages = load_dataset(dataset).passages[:limit]
+    return _at_least_two(str(dataset), load_dataset(dataset).passages[:limit])
+
+
+def synthetic_passages(chunks: int, limit: int | None) -> tuple[Passage, ...]:
+    """The documents of the synthetic corpus `lanegraph bench --chunks N` reads (its default seed: the
+    same titles and text), the first `limit` of them, each as one passage. There the rows are
+    bulk-loaded around the write side; here the text goes through it, chunked by our own chunker."""
+    corpus = SyntheticCorpus(CorpusShape(chunks, load_config().pipeline.embedding.dimension))
+    documents = (document for block in corpus.content_blocks() for document in block.documents)
+    passages = tuple(
+        Passage(id=document_id, title=title, text=body)
+        for document_id, title, _, body, *_ in itertools.islice(documents, limit)
+    )
+    return _at_least_two(f"the synthetic corpus of {chunks:,} chunks", passages)
+
+
+def _at_least_two(corpus: str, passages: tuple[Passage, ...]) -> tuple[Passage, ...]:
     if len(passages) < 2:
-        raise InputError(f"{dataset}: the ingest benchmark needs at least 2 passages (one is held out), got {len(passages)}")
+        raise InputError(f"{corpus}: the ingest benchmark needs at least 2 passages (one is held out), got {len(passages)}")
     return passages
 
 
 def measure_ingest(
-    dataset: Path, *, limit: int | None = None, progress: Callable[[str], None] = lambda message: None
+    corpus_name: str, all_passages: Sequence[Passage], *, progress: Callable[[str], None] = lambda message: None
 ) -> dict:
-    """Ingest the dataset's passages into a fresh schema and time every step; see the module doc."""
-    *corpus, held_out = benchmark_passages(dataset, limit)
+    """Ingest the passages but the last into a fresh schema and time every step; see the module doc."""
+    *corpus, held_out = all_passages
     passages = len(corpus)
     warnings.filterwarnings("ignore", module="dagster")
     # Imported once the filter is in place: Dagster warns, as each asset module is defined, that
@@ -104,10 +126,10 @@ def measure_ingest(
     instance = dg.DagsterInstance.ephemeral()
     try:
         with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch) / dataset.stem
+            folder = Path(scratch) / "corpus"
             folder.mkdir()
             write_corpus_jsonl(corpus, folder / "corpus.jsonl")
-            progress(f"ingesting {passages} passages of {dataset.name}")
+            progress(f"ingesting {passages} passages of {corpus_name}")
             started = time.perf_counter()
             report = ingest(folder, definitions=definitions, instance=instance, database_url=url)
             end_to_end = time.perf_counter() - started
@@ -135,7 +157,7 @@ def measure_ingest(
         for name in STEPS
     }
     return {
-        "dataset": dataset.name,
+        "dataset": corpus_name,
         "passages": passages,
         "chunks": len(texts),
         "steps": steps,
@@ -256,7 +278,12 @@ def _seconds(report: WriteReport, asset: str) -> float:
 def run(arguments: argparse.Namespace) -> int:
     """Measure, print the report as JSON and its summary, and write it to `--json`."""
     try:
-        result = measure_ingest(arguments.dataset, limit=arguments.limit, progress=print)
+        if arguments.synthetic is not None:
+            name = f"synthetic-{arguments.synthetic}"
+            passages = synthetic_passages(arguments.synthetic, arguments.limit)
+        else:
+            name, passages = arguments.dataset.name, benchmark_passages(arguments.dataset, arguments.limit)
+        result = measure_ingest(name, passages, progress=print)
     except LanegraphError as error:
         print(f"ingest benchmark: error: {error}", file=sys.stderr)
         return 2

@@ -18,28 +18,13 @@ from pipelines.bench.harness import (
     BenchOptions,
     run_benchmark,
 )
-from pipelines.bench.ingest_arguments import add_ingest_arguments
+from pipelines.bench.ingest_arguments import add_ingest_arguments, parse_sizes
 from pipelines.bench.load import measure_load, render_load
 from pipelines.bench.loader import BENCH_DATABASE
 from pipelines.bench.report import render_table, write_json
 from pipelines.config import data_dir, load_config
 from pipelines.resources.database import resolve_database_url
 from pipelines.errors import InputError
-
-_SUFFIXES = {"k": 1_000, "m": 1_000_000}
-
-
-def parse_sizes(text: str) -> tuple[int, ...]:
-    """`2000`, `10k`, `100k,1M`: chunk counts, comma-separated, with k and M suffixes."""
-    sizes = []
-    for part in (p.strip().lower() for p in text.split(",")):
-        multiplier = _SUFFIXES.get(part[-1:], 1)
-        digits = part[:-1] if part[-1:] in _SUFFIXES else part
-        if not digits.isdigit() or int(digits) * multiplier < 8:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a corpus size (e.g. 2000, 10k, 1M; at least 8)")
-        sizes.append(int(digits) * multiplier)
-    return tuple(sizes)
-
 
 def parse_rtts(text: str) -> tuple[float, ...]:
     """`1`, `0,0.5,1,2`: round-trip times in milliseconds, comma-separated."""
@@ -96,10 +81,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     kinds = parser.add_subparsers(title="other benchmarks", dest="mode", metavar="{ingest,serve}", parser_class=type(parser))
     ingest_parser = kinds.add_parser(
         "ingest",
-        help="the write side on an evaluation dataset: every asset beside the embedding step, the "
-        "extraction against the parse alone, its serial share and the speedup workers would get",
-        description="Ingests the dataset's passages into a fresh schema (database lanegraph_bench_ingest), "
-        "builds the rest of the write side, then ingests one more passage into the built corpus.",
+        help="the write side on an evaluation dataset or a synthetic corpus: every asset beside the embedding "
+        "step, the extraction against the parse alone, its serial share and the speedup workers would get",
+        description="Ingests the dataset's passages (or the synthetic corpus's documents) into a fresh schema "
+        "(database lanegraph_bench_ingest), builds the rest of the write side, then ingests one more passage "
+        "into the built corpus.",
     )
     add_ingest_arguments(ingest_parser)
     ingest_parser.set_defaults(handler=run_ingest)
@@ -127,7 +113,7 @@ def run_ingest(arguments: argparse.Namespace) -> int:
     # Imported here: it loads Dagster and the write side's definitions, which timing find never needs.
     from pipelines.bench.ingest import run as measure
 
-    if not arguments.dataset.is_file():
+    if arguments.dataset is not None and not arguments.dataset.is_file():
         raise InputError(f"lanegraph bench ingest: {arguments.dataset}: no such file")
     return measure(arguments)
 

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.bench.ingest import REBUILDING, main
+from pipelines.bench.ingest import REBUILDING, main, synthetic_passages
+from pipelines.bench.synthetic import CorpusShape, SyntheticCorpus
 from pipelines.bench.report import render_ingest
 from pipelines.cli import main as cli
+from pipelines.config import load_config
 from pipelines.evaluation.demo_dataset import write_demo_dataset
 
 
@@ -58,3 +60,25 @@ def test_the_ingest_benchmark_refuses_a_corpus_it_cannot_hold_a_passage_out_of(
     dataset = write_demo_dataset(tmp_path / "demo.json")
     assert main([str(dataset), "--limit", "1"]) == 2
     assert f"{dataset}: the ingest benchmark needs at least 2 passages" in capsys.readouterr().err
+
+
+def test_the_synthetic_corpus_goes_through_the_write_side_one_document_a_passage(server_url: str, tmp_path: Path) -> None:
+    corpus = SyntheticCorpus(CorpusShape(64, load_config().pipeline.embedding.dimension))
+    documents = [document for block in corpus.content_blocks() for document in block.documents]
+    passages = synthetic_passages(64, None)
+    assert [(p.id, p.title, p.text) for p in passages] == [(d[0], d[1], d[3]) for d in documents]
+    assert synthetic_passages(64, 3) == passages[:3]
+    assert cli(["bench", "ingest", "--synthetic", "24", "--json", str(tmp_path / "ingest.json")]) == 0
+    report = json.loads((tmp_path / "ingest.json").read_text())
+    assert report["dataset"] == "synthetic-24" and report["passages"] == 2
+    assert report["chunks"] >= 2 and all(report["one_document"]["checks"].values())
+
+
+@pytest.mark.parametrize("arguments", [[], ["demo.json", "--synthetic", "100k"], ["--synthetic", "1k,2k"]])
+def test_the_ingest_benchmark_takes_a_dataset_or_a_synthetic_size(
+    arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        cli(["bench", "ingest", *arguments])
+    assert refused.value.code == 2
+    assert "--synthetic" in capsys.readouterr().err
