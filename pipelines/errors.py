@@ -62,7 +62,11 @@ def database_fault(error: BaseException) -> DatabaseError | None:
     return None
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of `text`, stripped; empty when it has none."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def first_line_of(error: BaseException) -> str:
     """An exception's message cut to its first non-blank line (PostgreSQL adds DETAIL and HINT lines)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+    return first_line(str(error)) or type(error).__name__

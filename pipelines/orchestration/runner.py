@@ -36,7 +36,7 @@ from pipelines.orchestration.executors import (
 from pipelines.orchestration.groups import GRAPH_GROUP, READ_GROUP
 from pipelines.orchestration.partitions import DOCUMENT_PARTITIONS, covering_range_tags, document_partitions
 from pipelines.resources.database import DatabaseResource, connect, open_database, resolve_database_url
-from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line_of
+from pipelines.errors import DatabaseError, InputError, LanegraphError, first_line, first_line_of
 from pipelines.write.graph.refresh_state import steps_out_of_step
 from pipelines.write.documents.registry import Registration, register_path, source_bytes, unfinished_sources
 from pipelines.write.report import run_values
@@ -249,8 +249,7 @@ def _step_error(error: object) -> str:
     ("Error occurred while executing op ...") that name nothing the user can act on."""
     while str(getattr(error, "cls_name", "")).startswith("Dagster") and getattr(error, "cause", None) is not None:
         error = error.cause  # type: ignore[attr-defined]
-    message = str(getattr(error, "message", "")).strip()
-    return first_line_of(Exception(message)) if message else str(getattr(error, "cls_name", "no error recorded"))
+    return first_line(str(getattr(error, "message", ""))) or str(getattr(error, "cls_name", "no error recorded"))
 
 
 @contextmanager
