@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,6 +221,20 @@ def hnsw_indexes(connection: psycopg.Connection, table: str | None = None) -> li
     ).fetchall()
 
 
+@contextmanager
+def hnsw_indexes_rebuilt(connection: psycopg.Connection, table: str | None = None) -> Iterator[None]:
+    """The schema's HNSW indexes (or one table's) dropped for the block and built again after it,
+    inside the caller's transaction: pgvector builds an index from scratch about four times faster
+    than it inserts into one row by row (8,098 entity vectors: 2.0 s against 9.1 s)."""
+    indexes = hnsw_indexes(connection, table)
+    for name, _ in indexes:
+        connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+    yield
+    connection.execute(HNSW_BUILD_MEMORY)
+    for _, definition in indexes:
+        connection.execute(definition)
+
+
 def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -> int:
     """Retype every vector column to `dimension`, clearing embeddings; return the columns changed.
 
@@ -228,7 +244,6 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
     columns = vector_columns(connection)
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
-        indexes = hnsw_indexes(connection)
         # Views such as live_fact select the vector columns, and PostgreSQL refuses to retype a
         # column a view reads: drop them and recreate them from their stored definitions.
         views = connection.execute(
@@ -240,19 +255,15 @@ def change_embedding_dimension(connection: psycopg.Connection, dimension: int) -
         ).fetchall()
         for name, _ in reversed(views):
             connection.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(name)))
-        for name, _ in indexes:
-            connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
-        for table, column in columns:
-            connection.execute(
-                sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({}) USING NULL").format(
-                    sql.Identifier(table), sql.Identifier(column), sql.Literal(int(dimension))
+        with hnsw_indexes_rebuilt(connection):
+            for table, column in columns:
+                connection.execute(
+                    sql.SQL("ALTER TABLE {} ALTER COLUMN {} TYPE vector({}) USING NULL").format(
+                        sql.Identifier(table), sql.Identifier(column), sql.Literal(int(dimension))
+                    )
                 )
-            )
-        # Retyping reset each column's storage to the type's default (out of line).
-        connection.execute("SELECT lanegraph_keep_vectors_inline()")
-        connection.execute(HNSW_BUILD_MEMORY)
-        for _, definition in indexes:
-            connection.execute(definition)
+            # Retyping reset each column's storage to the type's default (out of line).
+            connection.execute("SELECT lanegraph_keep_vectors_inline()")
         for name, definition in views:
             connection.execute(sql.SQL("CREATE VIEW {} AS ").format(sql.Identifier(name)) + sql.SQL(definition))
         # Recreated views lost their grants and security_invoker; without them they would either

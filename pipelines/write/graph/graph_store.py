@@ -32,7 +32,7 @@ from psycopg import Connection, sql
 
 from pipelines.config import CommunitySettings, RaptorSettings
 from pipelines.resources.database import Database
-from pipelines.resources.migrations import HNSW_BUILD_MEMORY, hnsw_indexes
+from pipelines.resources.migrations import hnsw_indexes_rebuilt
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
@@ -95,19 +95,15 @@ def _embed_missing(
     rows.sort(key=lambda row: -len(text_of(row)))
     advance = step_progress(GRAPH_STEP, len(rows), f"{what} embedded", log)
     if len(rows) > held:
-        # A first build: pgvector builds an HNSW index from scratch about four times faster than
-        # it inserts into one row by row (8,098 entity vectors: 2.0 s against 9.1 s). One
-        # transaction, so no reader ever finds the table without its index; readers wait for it
-        # instead, seconds, once.
+        # A first build: the index is built after the vectors are in. One transaction, so no
+        # reader ever finds the table without its index; readers wait for it instead, seconds, once.
         vectors = embed_showing_progress(embed, [text_of(row) for row in rows], advance)
-        with database.connection() as connection, connection.transaction():
-            indexes = hnsw_indexes(connection, table)
-            for name, _ in indexes:
-                connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        with (
+            database.connection() as connection,
+            connection.transaction(),
+            hnsw_indexes_rebuilt(connection, table),
+        ):
             connection.cursor().executemany(update, [{**key_of(row), "embedding": v} for row, v in zip(rows, vectors)])
-            connection.execute(HNSW_BUILD_MEMORY)
-            for _, definition in indexes:
-                connection.execute(definition)
         return len(rows)
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
