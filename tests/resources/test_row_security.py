@@ -14,7 +14,7 @@ from psycopg import sql
 from pipelines.shipped import SQL_TEMPLATES
 from pipelines.resources.database import Database, connect, prepare_database
 from pipelines.errors import DatabaseError, InputError
-from pipelines.resources.migrations import HNSW_BUILD_MEMORY, change_embedding_dimension, hnsw_indexes
+from pipelines.resources.migrations import change_embedding_dimension, hnsw_indexes_rebuilt
 from pipelines.resources.scopes import ConfinedLogin, ScopedRole, normalize_scopes, parse_scopes
 from tests.reliability.tenancy import ESCAPES
 
@@ -448,10 +448,7 @@ def plant_chunks(connection: psycopg.Connection, vectors: np.ndarray, scopes_of:
     row, 8,000 chunks took most of a planning test's time."""
     scope_sets = {tuple(scopes_of(i)) for i in range(len(vectors))}
     plant_documents(connection, {"d-" + "-".join(scopes): list(scopes) for scopes in scope_sets})
-    indexes = hnsw_indexes(connection, "chunk")
-    for name, _ in indexes:
-        connection.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
-    with connection.cursor().copy(
+    with hnsw_indexes_rebuilt(connection, "chunk"), connection.cursor().copy(
         "COPY chunk (id, document_id, position, text, token_count, content_hash, embedding, scopes) "
         "FROM STDIN WITH (FORMAT BINARY)"
     ) as copy:
@@ -459,9 +456,6 @@ def plant_chunks(connection: psycopg.Connection, vectors: np.ndarray, scopes_of:
         for i, vector in enumerate(vectors):
             scopes = scopes_of(i)
             copy.write_row([f"c{i}", "d-" + "-".join(scopes), i, "x", 1, "h", vector, scopes])
-    connection.execute(HNSW_BUILD_MEMORY)
-    for _, definition in indexes:
-        connection.execute(definition)
     connection.execute("ANALYZE chunk")
 
 
