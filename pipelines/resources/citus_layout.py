@@ -34,7 +34,7 @@ DISTRIBUTED = {
 REFERENCE = frozenset({
     "document_source", "entity_kind", "entity", "entity_alias", "profile", "community", "community_edge", "raptor_node",
     "bm25_term", "bm25_corpus", "session_item", "lanegraph_migration", "lanegraph_setting",
-    "lanegraph_confined_login", "lanegraph_graph_refresh", "lanegraph_api_token", "lanegraph_api_job",
+    "lanegraph_confined_login", "lanegraph_graph_refresh", "lanegraph_graph_write_epoch", "lanegraph_api_token", "lanegraph_api_job",
 })
 KNOWN_EXCEPTIONS = frozenset({
     "chunk: primary key (id) lacks document_id",

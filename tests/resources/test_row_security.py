@@ -22,6 +22,8 @@ from tests.reliability.tenancy import ESCAPES
 # caller role may read them (checked below), so they need no row security.
 SCOPE_FREE_TABLES = {
     "lanegraph_migration", "lanegraph_setting", "lanegraph_confined_login", "lanegraph_graph_refresh", "document_source",
+    # The build's graph write epoch (migration 0114): taken by the owner's merges, never by a caller.
+    "lanegraph_graph_write_epoch",
     # The server's API tokens (hashed) and ingest jobs: read by the server as owner, never by a caller.
     "lanegraph_api_token", "lanegraph_api_job",
 }

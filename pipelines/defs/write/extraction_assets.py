@@ -56,9 +56,11 @@ def entities_and_facts(
         "mentions": result.total("mentions"),
         "documents_retracted": result.total("retracted"),
         # Where the step's time went: extraction (parallel, no lock), copying the staged rows,
-        # waiting for the graph write lock, and the merge under it (the serial part of the step).
+        # resolving their names against the committed graph (no lock), waiting for the graph write
+        # lock, and the merge under it (the serial part of the step).
         "extract_seconds": round(result.extract_seconds, 3),
         "stage_seconds": round(result.stage_seconds, 3),
+        "resolve_ahead_seconds": round(result.resolve_ahead_seconds, 3),
         "lock_wait_seconds": round(result.lock_wait_seconds, 3),
         "merge_seconds": round(result.merge_seconds, 3),
     })

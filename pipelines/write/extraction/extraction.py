@@ -36,10 +36,12 @@ class ExtractionReport:
     documents: dict[str, DocumentCounts] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     # Seconds spent extracting (the parse, in the thread ahead of the writes), copying staged rows,
-    # waiting for the graph write lock, and merging under it (until the batch committed); two
-    # reports of the same writes are equal however long they took.
+    # resolving their names against the committed graph, waiting for the graph write lock, and
+    # merging under it (until the batch committed); two reports of the same writes are equal
+    # however long they took.
     extract_seconds: float = field(default=0.0, compare=False)
     stage_seconds: float = field(default=0.0, compare=False)
+    resolve_ahead_seconds: float = field(default=0.0, compare=False)
     lock_wait_seconds: float = field(default=0.0, compare=False)
     merge_seconds: float = field(default=0.0, compare=False)
 
@@ -119,6 +121,7 @@ def _merge_batch(database: Database, batch: _ExtractedBatch, merge_similarity: f
         committed = time.perf_counter()
     report.documents.update(counts)
     report.stage_seconds += timing.stage_seconds
+    report.resolve_ahead_seconds += timing.resolve_ahead_seconds
     report.lock_wait_seconds += timing.lock_wait_seconds
     # The lock is held until the commit, so the commit is merge time too.
     report.merge_seconds += committed - timing.locked_at

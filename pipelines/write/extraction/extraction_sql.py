@@ -1,5 +1,6 @@
-"""SQL of the entities_and_facts step: staging, and the call of the merge that resolves entities,
-consolidates facts and supersedes states (migrations 0110, 0111 and 0113).
+"""SQL of the entities_and_facts step: staging, resolution ahead of the lock, and the call of the
+merge that resolves entities, consolidates facts and supersedes states (migrations 0110, 0111,
+0113 and 0114).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
@@ -51,12 +52,13 @@ ORDER BY batch.document_id, batch.position
 
 # Serialises writers of one schema's graph: resolution reads entities and then writes them, and two
 # runs interleaving those steps would create the same entity twice under different spellings. Only
-# the merge takes it; extraction and staging run beside another run's merge.
+# the merge takes it; extraction, staging and resolution ahead run beside another run's merge.
 GRAPH_WRITE_LOCK = schema_advisory_lock("lanegraph.entities_and_facts", "entity")
 
 # A batch's staged extractions, in temporary tables of the run's session that its commit drops: a
-# killed run leaves nothing staged behind, and two runs never see each other's. The merge function
-# (migration 0111) reads them; the working tables hold what it resolves, states and has written.
+# killed run leaves nothing staged behind, and two runs never see each other's. The merge functions
+# (migrations 0111 and 0114) read them; the working tables hold what they resolve (ahead of the
+# lock, then under it), state and have written.
 CREATE_STAGING_TABLES = """
 CREATE TEMPORARY TABLE lanegraph_staged_document (
     ordinal integer PRIMARY KEY, document_id text NOT NULL, scopes text[] NOT NULL, retracted boolean NOT NULL
@@ -78,6 +80,11 @@ CREATE TEMPORARY TABLE lanegraph_staged_fact (
     subject_name text NOT NULL, predicate text NOT NULL, object_name text, object_value text,
     chunk_id text NOT NULL, valid_from timestamptz, valid_to timestamptz, functional_side text,
     PRIMARY KEY (document_id, ordinal)
+) ON COMMIT DROP;
+CREATE TEMPORARY TABLE lanegraph_resolved_ahead (
+    document_id text NOT NULL, normalized text NOT NULL, kind text NOT NULL, entity_id text,
+    via_alias boolean NOT NULL, seen_epoch bigint NOT NULL, stale boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (document_id, normalized)
 ) ON COMMIT DROP;
 CREATE TEMPORARY TABLE lanegraph_resolved_entity (
     document_id text NOT NULL, normalized text NOT NULL, kind text NOT NULL, spelled text NOT NULL,
@@ -109,6 +116,9 @@ ANALYZE lanegraph_staged_document, lanegraph_staged_name, lanegraph_staged_entit
         lanegraph_staged_fact
 """
 
+# The staged names resolved against the graph as committed, before the lock (migration 0114); the
+# merge probes again only the names something written since may answer differently.
+RESOLVE_STAGED_AHEAD = "SELECT lanegraph_resolve_staged_ahead(%(threshold)s)"
 MERGE_STAGED = "SELECT * FROM lanegraph_merge_staged_extractions(%(threshold)s)"
 
 LIVE_FACT_COUNT = "SELECT count(*) FROM live_fact"

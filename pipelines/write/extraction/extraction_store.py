@@ -1,7 +1,9 @@
 """Writes documents' extractions into the graph: each document is staged (its canonical names,
-mentions and facts, made without a lock), then a batch of staged documents is merged in one
-transaction and one round trip under the graph write lock: entities resolved one document after
-another, then facts replaced and states superseded for many documents at once (migrations 0111 and 0113).
+mentions and facts, made without a lock), a batch of staged documents has its names resolved
+against the graph as committed, still without the lock, then it is merged in one transaction and
+one round trip under the graph write lock: entities resolved one document after another (probing
+again only the names something written since may answer differently), then facts replaced and
+states superseded for many documents at once (migrations 0111, 0113 and 0114).
 
 A batch's facts are either all replaced or not at all. Re-running an unchanged document changes
 nothing: identical believed statements are kept (the unique index absorbs the insert), and only
@@ -194,10 +196,12 @@ def stage_retraction(document_id: str, scopes: list[str]) -> StagedDocument:
 
 @dataclass(frozen=True)
 class MergeTiming:
-    """Where a merge's time went: copying the staged rows, waiting for the graph write lock, and
-    when it was taken (`time.perf_counter`), as the lock is held until the caller commits."""
+    """Where a merge's time went: copying the staged rows, resolving them ahead of the lock, waiting
+    for the graph write lock, and when it was taken (`time.perf_counter`), as the lock is held until
+    the caller commits."""
 
     stage_seconds: float
+    resolve_ahead_seconds: float
     lock_wait_seconds: float
     locked_at: float
 
@@ -206,8 +210,9 @@ def merge_documents(
     connection: psycopg.Connection, documents: Sequence[StagedDocument], merge_similarity: float
 ) -> tuple[dict[str, DocumentCounts], MergeTiming]:
     """Write the staged documents into the graph, in order, inside the caller's transaction: the
-    rows are copied into the session's staging tables first, then the graph write lock is taken
-    for one call of the merge function (migration 0111) and held until the caller commits."""
+    rows are copied into the session's staging tables and their names resolved against the graph
+    as committed, then the graph write lock is taken for one call of the merge function (migration
+    0114) and held until the caller commits."""
     started = time.perf_counter()
     connection.execute(q.CREATE_STAGING_TABLES)
     cursor = connection.cursor()
@@ -223,6 +228,8 @@ def merge_documents(
                 copy.write_row(row)
     connection.execute(q.ANALYZE_STAGING_TABLES)
     staged = time.perf_counter()
+    connection.execute(q.RESOLVE_STAGED_AHEAD, {"threshold": str(merge_similarity)})
+    resolved = time.perf_counter()
     connection.execute(q.GRAPH_WRITE_LOCK)
     locked = time.perf_counter()
     counts = {
@@ -233,7 +240,7 @@ def merge_documents(
         for document_id, mentions, created, merged, stated, inserted, closed, superseded, retracted in
         connection.execute(q.MERGE_STAGED, {"threshold": str(merge_similarity)})
     }
-    return counts, MergeTiming(staged - started, locked - staged, locked)
+    return counts, MergeTiming(staged - started, resolved - staged, locked - resolved, locked)
 
 
 def chunk_texts(rows: Iterable[tuple[str, str, str, str, str, str, str, date | None]]) -> dict[str, list[ChunkText]]:

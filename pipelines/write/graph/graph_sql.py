@@ -5,6 +5,12 @@ Statements only; `graph_store` runs them. Every value is a bind parameter.
 
 from psycopg import sql
 
+# The extraction merge resolves a batch's names ahead of its graph write lock and probes again only
+# those whose entities changed since, known by the epoch stamped on every changed entity row
+# (migration 0114). Kinds and degrees change here, so this transaction takes an epoch too, before
+# it locks any entity row, as the merge does.
+TAKE_GRAPH_WRITE_EPOCH = "SELECT lanegraph_graph_write_epoch()"
+
 # An entity's kind is what most mentions of its own name call it (spelled-out project names, team
 # names and codes already carry their kind); the small tagger's odd guess in one document is
 # outvoted by the others. The embedding named the old kind, so it is cleared for re-embedding.

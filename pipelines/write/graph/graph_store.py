@@ -126,6 +126,7 @@ def kind_text(name: str, description: str) -> str:
 def refresh_entity_graph(database: Database, embed: Embed, log: Log = silent) -> GraphReport:
     report = GraphReport()
     with database.connection() as connection, connection.transaction():
+        connection.execute(q.TAKE_GRAPH_WRITE_EPOCH)
         report.kinds_reconciled = connection.execute(q.RECONCILE_KINDS, {"kind_priority": list(ENTITY_KINDS)}).rowcount
         report.orphans_deleted = connection.execute(q.DELETE_ORPHAN_ENTITIES).rowcount
         report.degrees_updated = connection.execute(q.UPDATE_DEGREES).rowcount
