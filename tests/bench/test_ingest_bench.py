@@ -47,7 +47,8 @@ def test_the_ingest_benchmark_reports_one_document_against_the_full_build(server
         extraction["merge_seconds"] / extraction["step_seconds"], abs=0.01 / extraction["step_seconds"] + 1e-4
     )
     assert 1 <= extraction["amdahl_speedup"] <= extraction["amdahl_workers"]
-    assert extraction["merge_ms_per_document"] > 0
+    assert extraction["merge_ms_per_document"] > 0 and extraction["resolve_ahead_seconds"] > 0
+    assert extraction["server_ms_per_document"] >= extraction["merge_ms_per_document"]
     rendered = render_ingest(report)
     assert any(line.startswith("  serial share (merge under the graph lock / step) ") for line in rendered)
     assert any(line.startswith("  one more document into the built corpus: ") for line in rendered)
