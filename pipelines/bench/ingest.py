@@ -7,7 +7,7 @@ and the per-document assets run once through the runner (`pipelines.orchestratio
 The target is the whole pipeline within twice the time the model alone needs.
 
 Then the rest of the write side (extraction and the graph-wide assets) is built over the same schema,
-the full build's time being both parts. Its target is the full build within twice the
+the full build's time being both parts. Its target is the full build within 3.5 times the
 chunk_embeddings step of the same run (`full_build_over_chunk_embeddings`); the graph-wide part
 alone is reported against that step too, as is the full build against the model alone. Then one
 more passage, held out of the corpus, is ingested as a source of its own through the whole write
@@ -64,7 +64,7 @@ GRAPH_FIGURES = (
     "entities", "relation_facts", "entities_per_chunk", "single_chunk_entity_share", "entity_edges_per_entity",
 )
 ONE_DOCUMENT_TARGET_SHARE = 0.05
-FULL_BUILD_TARGET_OVER_CHUNK_EMBEDDINGS = 2.0
+FULL_BUILD_TARGET_OVER_CHUNK_EMBEDDINGS = 3.5
 # The extraction step scales with workers only as far as its serial part (the merge, under the
 # graph write lock) allows: these bound it, and Amdahl's law turns the share into a speedup.
 SERIAL_SHARE_TARGET = 0.10
