@@ -1,8 +1,8 @@
 """What a database holds, reduced to comparable values: row counts, and per-table content hashes.
 
 A fingerprint is the md5 of a table's rows in a fixed order, with every column whose value depends
-on when a run happened (timestamps) left out, so two runs that wrote the same data compare equal
-however far apart they ran.
+on when a run happened (timestamps, write epochs) left out, so two runs that wrote the same data
+compare equal however far apart they ran.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from psycopg import sql
 
 # Columns that record when something happened rather than what was written.
 TIME_TYPES = ("timestamp with time zone", "timestamp without time zone", "date")
+# The graph write epoch that last changed an entity (migration 0114): which of two runs wrote first.
+WRITE_ORDER_COLUMNS = frozenset({"changed_epoch"})
 
 
 def user_tables(connection: psycopg.Connection) -> list[str]:
@@ -39,7 +41,7 @@ def _content_columns(connection: psycopg.Connection, table: str, ignore: frozens
             "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
             (table,),
         )
-        if data_type not in TIME_TYPES and name not in ignore
+        if data_type not in TIME_TYPES and name not in WRITE_ORDER_COLUMNS and name not in ignore
     ]
 
 
