@@ -591,6 +591,10 @@ def unprivileged_owner(server_url: str) -> Iterator[tuple[str, str]]:
     with connect(server_url, autocommit=True) as connection:
         if not connection.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
             pytest.skip("creating a login role needs a superuser on the test server")
+        # Only a superuser may create these extensions: for such an owner they must exist already
+        # (docs/operations.md), made by the server's administrator.
+        connection.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
         owner = f"lanegraph_owner_{uuid.uuid4().hex[:8]}"
         connection.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(owner)))
         connection.execute(sql.SQL("CREATE SCHEMA {0} AUTHORIZATION {0}").format(sql.Identifier(owner)))
