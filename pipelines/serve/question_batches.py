@@ -46,6 +46,18 @@ class QuestionBatches:
         self._waiting: list[_Asked] = []
         self._passing = False
 
+    @property
+    def queued(self) -> int:
+        """Callers waiting for a pass (a server's queue depth)."""
+        with self._lock:
+            return len(self._waiting)
+
+    @property
+    def passing(self) -> bool:
+        """Whether a pass runs now."""
+        with self._lock:
+            return self._passing
+
     def embed_questions(self, questions: Sequence[str]) -> np.ndarray:
         asked = _Asked(list(questions))
         with self._lock:

@@ -44,7 +44,7 @@ def _queue_behind_a_held_pass(embedder: RecordingEmbedder, batches: QuestionBatc
         assert embedder.first_pass_entered.wait(timeout=30)
         queued = [pool.submit(batches.embed_questions, [question]) for question in questions]
         deadline = time.monotonic() + 30
-        while len(batches._waiting) < len(questions) and time.monotonic() < deadline:
+        while batches.queued < len(questions) and time.monotonic() < deadline:
             time.sleep(0.01)
         embedder.release_first_pass.set()
         first.result(timeout=30)
@@ -68,7 +68,7 @@ def test_questions_that_arrive_during_a_pass_share_the_next_and_each_gets_its_ow
     assert len(embedder.passes) == 2
     assert sorted(embedder.passes[1]) == sorted(questions)
     assert [answer.tolist() for answer in answers] == [[[len(question), 1.0]] for question in questions]
-    assert not batches._passing and not batches._waiting
+    assert not batches.passing and batches.queued == 0
 
 
 def test_a_pass_takes_at_most_max_questions() -> None:
