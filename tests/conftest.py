@@ -1,7 +1,8 @@
 """Test fixtures: a real PostgreSQL for every test that needs one, never a mock.
 
-Without DATABASE_URL the suite starts its own embedded server in a temporary data directory (so a
-developer's demo database is never touched) and stops it at the end. With DATABASE_URL it runs
+Without DATABASE_URL each worker process of the suite (pytest-xdist) starts its own embedded server
+in a temporary data directory (so a developer's demo database is never touched) and stops it at the
+end. With DATABASE_URL it runs
 against that server. Either way each fixture gets a migrated schema of its own (`ScratchSchemas`),
 so tests never see each other's rows. The `database` fixture's is dropped when its test ends; the
 others at the end of the session, or with the embedded server's data directory.
