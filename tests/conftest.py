@@ -2,10 +2,10 @@
 
 Without DATABASE_URL each worker process of the suite (pytest-xdist) starts its own embedded server
 in a temporary data directory (so a developer's demo database is never touched) and stops it at the
-end. With DATABASE_URL it runs
-against that server. Either way each fixture gets a migrated schema of its own (`ScratchSchemas`),
-so tests never see each other's rows. The `database` fixture's is dropped when its test ends; the
-others at the end of the session, or with the embedded server's data directory.
+end. With DATABASE_URL it runs against that server. Either way each fixture gets a migrated schema
+of its own (`ScratchSchemas`), so tests never see each other's rows. The `database` fixture's is
+dropped when its test ends; the others at the end of the session, or with the embedded server's
+data directory.
 """
 
 from __future__ import annotations
@@ -124,13 +124,11 @@ class ScratchSchemas:
                 connection.execute(
                     sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(TEMPLATE_DATABASE))
                 )
+                url = schema_url(psycopg.conninfo.make_conninfo(self.server_url, dbname=name), COPIED_SCHEMA)
             else:
                 connection.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
-        if self.copies:
-            url = schema_url(psycopg.conninfo.make_conninfo(self.server_url, dbname=name), COPIED_SCHEMA)
-        else:
-            url = schema_url(self.server_url, name)
-            prepare_database(url, self.embedding_dimension)
+                url = schema_url(self.server_url, name)
+                prepare_database(url, self.embedding_dimension)
         self.made[url] = name
         return url
 
