@@ -93,6 +93,16 @@ def test_the_merge_writes_what_the_per_document_writer_wrote(database: Database)
     assert digest(rows, reports) == REFERENCE
 
 
+def test_the_merge_plans_its_statements_once_per_batch(database: Database) -> None:
+    # Migration 0115; a later CREATE OR REPLACE of the function that leaves out its SET clause would
+    # plan every statement again for every document, under the graph write lock.
+    with database.connection() as connection:
+        (settings,) = connection.execute(
+            "SELECT proconfig FROM pg_proc WHERE oid = 'lanegraph_merge_staged_extractions(text)'::regprocedure"
+        ).fetchone()
+    assert settings == ["plan_cache_mode=force_generic_plan"]
+
+
 class ParseTogether:
     """An extractor whose every batch waits, before it parses, until the other run's extractor is
     parsing too: a run that could not parse while the other holds the graph lock would time out."""
