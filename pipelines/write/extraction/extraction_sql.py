@@ -1,6 +1,6 @@
 """SQL of the entities_and_facts step: staging, resolution ahead of the lock, and the call of the
 merge that resolves entities, consolidates facts and supersedes states (migrations 0110, 0111,
-0113 and 0114).
+0113, 0114 and 0115).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
