@@ -1,11 +1,11 @@
 -- The extraction merge plans its statements once per batch, not once per document. PL/pgSQL caches
 -- a plan for each statement of the merge (and of the functions it calls, which inherit the
--- setting), but with plan_cache_mode at `auto` the planner kept choosing a custom plan per call:
--- a document's resolution folds `project_merged`, a constant for the call, into the probe of its
--- stale names, so the custom plan always looked cheaper than the generic one. Planning that statement
--- (the probe is the five-way lateral lookup of lanegraph_resolve_entity_name, inlined) cost about
--- half a millisecond, and the project-pair lookup after it another 0.15, for every document, under
--- the graph write lock. Each batch recreates the staging tables, which invalidates the cached plans,
+-- setting), but with plan_cache_mode at `auto` a statement keeps a custom plan, made afresh for
+-- each call, for as long as its generic plan is estimated to cost more than the custom ones did;
+-- for the resolution of a document's names and the project-pair lookup after it, that was every
+-- call. Planning the first (the five-way lateral probe of lanegraph_resolve_entity_name, inlined)
+-- cost about half a millisecond, and the second another 0.15, for every document, under the graph
+-- write lock. Each batch recreates the staging tables, which invalidates the cached plans,
 -- so a generic plan is built once per batch against that batch's tables; every value it is run with
 -- is one document's, and each probe is an index lookup whatever the value. The graph written is the
 -- same row for row.
