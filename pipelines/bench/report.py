@@ -152,7 +152,7 @@ def render_extraction(extraction: Mapping) -> list[str]:
         f"(step / parse {_x(extraction['step_over_parse_alone'])}), extract {extraction['extract_seconds']:.1f} s, "
         f"staging {extraction['stage_seconds']:.1f} s, resolution ahead of the lock "
         f"{extraction['resolve_ahead_seconds']:.1f} s, lock wait {extraction['lock_wait_seconds']:.1f} s, "
-        f"merge {extraction['merge_seconds']:.1f} s",
+        f"merge {extraction['merge_seconds']:.1f} s, names into the trigram index {extraction['name_index_seconds']:.1f} s",
         f"  serial share (merge under the graph lock / step) {share:.1%} (target ≤ {share_target:.0%}: "
         f"{'met' if share <= share_target else 'missed'}); server time {server_ms:.2f} ms a document for resolution, "
         f"mentions and facts, {extraction['merge_ms_per_document']:.2f} ms of it under the lock "

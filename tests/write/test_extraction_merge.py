@@ -103,6 +103,25 @@ def test_the_merge_plans_its_statements_once_per_batch(database: Database) -> No
     assert settings == ["plan_cache_mode=force_generic_plan"]
 
 
+MOVE_PENDING_NAMES = "SELECT gin_clean_pending_list('entity_name_trgm_idx'::regclass)"
+
+
+def test_a_run_leaves_its_new_names_in_the_trigram_index_not_in_its_pending_list(database: Database) -> None:
+    # Migration 0116: an entity written outside a run waits in the pending list, which every
+    # near-name probe reads in full; a run moves its own entities' names in after its merges.
+    seed_documents(database, RESOLUTION_DOCUMENTS)
+    report = extract_documents(database, SpacyExtractor(), list(RESOLUTION_DOCUMENTS), MERGE_SIMILARITY)
+    with database.connection() as connection:
+        (left_by_the_run,) = connection.execute(MOVE_PENDING_NAMES).fetchone()
+        connection.execute(
+            "INSERT INTO entity (id, name, kind, normalized_name) VALUES ('e-outside', 'Written Outside', 'person', "
+            "'written outside')"
+        )
+        (left_outside,) = connection.execute(MOVE_PENDING_NAMES).fetchone()
+    assert report.total("entities_created") > 0
+    assert (left_by_the_run, left_outside) == (0, 1)
+
+
 class ParseTogether:
     """An extractor whose every batch waits, before it parses, until the other run's extractor is
     parsing too: a run that could not parse while the other holds the graph lock would time out."""

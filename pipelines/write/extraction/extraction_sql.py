@@ -1,6 +1,6 @@
 """SQL of the entities_and_facts step: staging, resolution ahead of the lock, and the call of the
 merge that resolves entities, consolidates facts and supersedes states (migrations 0110, 0111,
-0113, 0114 and 0115).
+0113, 0114 and 0115), and the move of new names into the trigram index (0116).
 
 Statements only; `extraction_store` runs them. Every value is a bind parameter.
 """
@@ -119,6 +119,10 @@ ANALYZE lanegraph_staged_document, lanegraph_staged_name, lanegraph_staged_entit
 # The staged names resolved against the graph as committed, before the lock (migration 0114); the
 # merge probes again only the names something written since may answer differently.
 RESOLVE_STAGED_AHEAD = "SELECT lanegraph_resolve_staged_ahead(%(threshold)s)"
+# The names written since, moved from the trigram index's pending list into the index in bulk
+# (migration 0116): before a batch's names are resolved ahead, and after its merge commits, so a
+# probe reads no more of the list than the entities of the batches being merged.
+INDEX_PENDING_ENTITY_NAMES = "SELECT gin_clean_pending_list('entity_name_trgm_idx'::regclass)"
 MERGE_STAGED = "SELECT * FROM lanegraph_merge_staged_extractions(%(threshold)s)"
 
 LIVE_FACT_COUNT = "SELECT count(*) FROM live_fact"

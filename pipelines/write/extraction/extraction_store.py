@@ -3,7 +3,8 @@ mentions and facts, made without a lock), a batch of staged documents has its na
 against the graph as committed, still without the lock, then it is merged in one transaction and
 one round trip under the graph write lock: entities resolved one document after another (probing
 again only the names something written since may answer differently), then facts replaced and
-states superseded for many documents at once (migrations 0111, 0113 and 0114).
+states superseded for many documents at once (migrations 0111, 0113 and 0114). The new entities'
+names enter the trigram index in bulk after the commit, outside the lock (0116).
 
 A batch's facts are either all replaced or not at all. Re-running an unchanged document changes
 nothing: identical believed statements are kept (the unique index absorbs the insert), and only
@@ -211,8 +212,9 @@ def merge_documents(
 ) -> tuple[dict[str, DocumentCounts], MergeTiming]:
     """Write the staged documents into the graph, in order, inside the caller's transaction: the
     rows are copied into the session's staging tables and their names resolved against the graph
-    as committed, then the graph write lock is taken for one call of the merge function (migration
-    0114) and held until the caller commits."""
+    as committed (once the names written since are in the trigram index), then the graph write lock
+    is taken for one call of the merge function (migration 0114) and held until the caller commits;
+    the caller then moves the batch's new names into the trigram index (migration 0116)."""
     started = time.perf_counter()
     connection.execute(q.CREATE_STAGING_TABLES)
     cursor = connection.cursor()
@@ -228,6 +230,7 @@ def merge_documents(
                 copy.write_row(row)
     connection.execute(q.ANALYZE_STAGING_TABLES)
     staged = time.perf_counter()
+    connection.execute(q.INDEX_PENDING_ENTITY_NAMES)
     connection.execute(q.RESOLVE_STAGED_AHEAD, {"threshold": str(merge_similarity)})
     resolved = time.perf_counter()
     connection.execute(q.GRAPH_WRITE_LOCK)
