@@ -36,6 +36,7 @@ from pipelines.resources.migrations import hnsw_indexes_rebuilt
 from pipelines.write.summaries.summarizer import Summarizer
 from pipelines.write.graph import graph_sql as q
 from pipelines.write.graph.communities import CommunityNode, leiden_hierarchy, split_by_touch, touched_vertices
+from pipelines.write.extraction.extraction_sql import INDEX_PENDING_ENTITY_NAMES
 from pipelines.write.extraction.ontology import ENTITY_KINDS
 from pipelines.write.progress import Embed, Log, embed_showing_progress, silent, step_progress
 from pipelines.write.summaries.raptor import RaptorNode, build_tree, node_id, update_tree
@@ -143,6 +144,9 @@ def refresh_entity_graph(database: Database, embed: Embed, log: Log = silent) ->
         lambda row: kind_text(row[0], row[1]), lambda row: {"name": row[0]}, embed, log, "entity kinds",
     )
     with database.connection() as connection:
+        # The new versions of the entity rows written above, moved into the trigram index at once
+        # (migration 0116), so near-name probes read no pending list.
+        connection.execute(INDEX_PENDING_ENTITY_NAMES)
         report.statistics = named_row(connection.execute(q.GRAPH_STATISTICS), "the graph's statistics")
         report.top_entities = connection.execute(q.TOP_ENTITIES, {"limit": TOP_ENTITY_COUNT}).fetchall()
         report.kinds = connection.execute(q.ENTITIES_PER_KIND).fetchall()
