@@ -20,7 +20,7 @@ from pathlib import Path
 from pipelines.resources.database import Database, connect
 from pipelines.write.extraction.extraction import ExtractionReport, extract_documents
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText
-from pipelines.write.extraction.extraction_sql import GRAPH_WRITE_LOCK
+from pipelines.write.extraction.extraction_sql import GRAPH_WRITE_LOCK, INDEX_PENDING_ENTITY_NAMES
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor
 from pipelines.write.graph.graph_store import refresh_entity_graph
 from tests.read.planting import EMBEDDER
@@ -108,7 +108,7 @@ def test_the_merge_plans_its_statements_once_per_batch(database: Database) -> No
 def names_left_pending(database: Database) -> int:
     """Moves the trigram index's pending list into the index; how many pages it held."""
     with database.connection() as connection:
-        return connection.execute("SELECT gin_clean_pending_list('entity_name_trgm_idx'::regclass)").fetchone()[0]
+        return connection.execute(INDEX_PENDING_ENTITY_NAMES).fetchone()[0]
 
 
 def test_the_writers_of_entities_leave_their_names_in_the_trigram_index_not_in_its_pending_list(
