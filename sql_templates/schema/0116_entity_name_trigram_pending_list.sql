@@ -12,4 +12,4 @@
 -- again after each merge commits, so a probe reads at most the entities of the batches being
 -- merged, and the graph refresh after it rewrites entity rows. The limit bounds the list when
 -- entity rows are written otherwise: an insert that takes the list past it moves the list itself.
-ALTER INDEX entity_name_trgm_idx SET (fastupdate = on, gin_pending_list_limit = 1024);
+ALTER INDEX entity_name_trgm_idx SET (fastupdate = true, gin_pending_list_limit = 1024);
