@@ -13,7 +13,7 @@ from pathlib import Path
 from pipelines.resources.database import Database
 from pipelines.write.extraction.extraction import extract_documents
 from pipelines.write.extraction.extraction_model import ChunkText
-from pipelines.write.extraction.spacy_extractor import PARSER_NICENESS, SpacyExtractor, _tasks_by_page
+from pipelines.write.extraction.spacy_extractor import SpacyExtractor, _tasks_by_page
 from tests.write.corpus import seed_documents
 
 DEMO = Path(__file__).resolve().parents[2] / "pipelines" / "demo_corpus" / "documents"
@@ -68,12 +68,6 @@ def test_every_chunk_of_a_page_goes_to_one_task_in_order() -> None:
     chunks = [ChunkText(f"c{index}", "text", title, "") for index, title in enumerate(titles)]
     tasks = _tasks_by_page(chunks, 2)
     assert tasks == [[0, 2, 5], [1, 3], [4, 6], [7]]
-
-
-def test_the_workers_parse_at_a_lower_cpu_priority_than_the_run() -> None:
-    # os.nice(0) changes nothing and returns the process's niceness, which stops at 19.
-    extractor = SpacyExtractor(workers=2)
-    assert extractor._worker_pool().submit(os.nice, 0).result() == min(os.nice(0) + PARSER_NICENESS, 19)
 
 
 # A process that starts the extractor's workers, sets one parsing (a long sleep stands in for a

@@ -48,11 +48,6 @@ DECLARED_ACRONYM = re.compile(r"^(?P<name>.+?)\s*\((?P<acronym>[A-Z][A-Za-z.&]{1
 # Chunks a worker parses per task: enough to fill spaCy's batches, few enough that both workers
 # stay busy to the end of a call.
 CHUNKS_PER_TASK = 32
-# How much lower a worker's CPU priority is than the process that started it. Parsing is the
-# extraction step's parallel part: where it shares cores with the database, the merge that holds
-# the graph write lock (its serial part, which other runs wait on) and the finds being served go
-# first.
-PARSER_NICENESS = 10
 
 
 def _mention(span) -> Mention | None:
@@ -493,16 +488,11 @@ class SpacyExtractor:
             # missing model surfaces as the task's ConfigError rather than as a broken pool.
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start_worker, initargs=(os.getpid(),),
+                initializer=_end_with_parent, initargs=(os.getpid(),),
             )
             # Shut down with the extractor, so a long-lived process keeps no idle parsers around.
             weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
         return self._pool
-
-
-def _start_worker(parent: int) -> None:
-    os.nice(PARSER_NICENESS)
-    _end_with_parent(parent)
 
 
 def _end_with_parent(parent: int, poll_seconds: float = 1.0) -> None:
