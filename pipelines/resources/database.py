@@ -40,6 +40,7 @@ from pipelines.resources.scopes import (
 DEFAULT_DATABASE = "lanegraph"
 MINIMUM_SERVER_VERSION = 160000
 CONNECT_TIMEOUT_SECONDS = 10
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
 def schema_advisory_lock(purpose: str, table: str) -> str:
@@ -70,6 +71,13 @@ def _describe_connect_failure(url: str, error: Exception) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     reason = lines[0] if lines else type(error).__name__
     return f"cannot connect to PostgreSQL at {where}: {reason}"
+
+
+def server_on_this_machine(url: str) -> bool:
+    """Whether the server of `url` runs on this machine (reached by a Unix socket, as the embedded
+    server is, or a loopback address): its work and this process's then share the same cores."""
+    hosts = str(psycopg.conninfo.conninfo_to_dict(url).get("host") or "").split(",")
+    return all(not host or host.startswith("/") or host in LOOPBACK_HOSTS for host in hosts)
 
 
 def connect(url: str, **kwargs: Any) -> psycopg.Connection:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from pipelines.resources.database import Database, connect, prepare_database
+from pipelines.resources.database import Database, connect, prepare_database, server_on_this_machine
 from pipelines.errors import DatabaseError
 from pipelines.resources.migrations import change_embedding_dimension, discover_migrations, vector_columns
 
@@ -182,3 +182,18 @@ def test_a_comment_edit_keeps_the_statement_checksum(tmp_path) -> None:
     assert copy.statement_checksum == original.statement_checksum
     edited.write_text(original.path.read_text().replace("CREATE TABLE", "CREATE UNLOGGED TABLE", 1))
     assert discover_migrations(tmp_path)[0].statement_checksum != original.statement_checksum
+
+
+@pytest.mark.parametrize(
+    ("url", "here"),
+    [
+        ("host=/tmp/lanegraph/postgres dbname=lanegraph user=postgres", True),
+        ("postgresql:///lanegraph", True),
+        ("postgresql://postgres@localhost:5433/lanegraph", True),
+        ("postgresql://postgres@127.0.0.1/lanegraph", True),
+        ("postgresql://postgres@db.internal/lanegraph", False),
+        ("host=localhost,db.internal dbname=lanegraph", False),
+    ],
+)
+def test_a_server_reached_by_a_socket_or_loopback_runs_on_this_machine(url: str, here: bool) -> None:
+    assert server_on_this_machine(url) is here

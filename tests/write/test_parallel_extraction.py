@@ -8,9 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from pipelines.resources.database import Database
+from pipelines.resources.database import Database, server_on_this_machine
+from pipelines.resources.rows import one_row
 from pipelines.write.extraction.extraction import extract_documents
 from pipelines.write.extraction.extraction_model import ChunkText
 from pipelines.write.extraction.spacy_extractor import SpacyExtractor, _tasks_by_page
@@ -56,6 +59,42 @@ def test_parallel_extraction_writes_what_serial_extraction_writes(make_database)
     assert all(expected.values()), "the demo corpus names entities and states facts"
     assert graph(parallel) == expected
     assert parallel_report == serial_report
+
+
+class WindowsOfOneWorkerFewer(SpacyExtractor):
+    """The spaCy extractor, counting the mentions the graph holds when each window of one worker
+    fewer opens and closes."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__(workers=2, chunks_per_task=2)
+        self.database = database
+        self.windows: list[tuple[int, int]] = []
+
+    @contextmanager
+    def one_worker_fewer(self) -> Iterator[None]:
+        opened = self._mentions()
+        with super().one_worker_fewer():
+            yield
+        self.windows.append((opened, self._mentions()))
+
+    def _mentions(self) -> int:
+        with self.database.connection() as connection:
+            return one_row(connection.execute("SELECT count(*) FROM entity_mention"), "the mention count")[0]
+
+
+def test_a_server_on_this_machine_merges_each_batch_while_the_parse_runs_one_worker_fewer(
+    database: Database,
+) -> None:
+    documents = {path.name: path.read_text() for path in sorted(DEMO.glob("*.md"))}
+    seed_documents(database, documents)
+    extractor = WindowsOfOneWorkerFewer(database)
+
+    extract_documents(database, extractor, list(documents), MERGE_SIMILARITY, batch_size=3)
+
+    assert server_on_this_machine(database.url), "the tests' embedded server runs on this machine"
+    assert len(extractor.windows) == len(range(0, len(documents), 3))
+    # Every mention was written inside a window: the merges ran while a worker was yielded.
+    assert sum(closed - opened for opened, closed in extractor.windows) == extractor._mentions() > 0
 
 
 def test_no_documents_extract_nothing(database: Database) -> None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
-from pipelines.resources.database import Database
-from pipelines.write.extraction.extractor import Extractor
+from pipelines.resources.database import Database, server_on_this_machine
+from pipelines.write.extraction.extractor import Extractor, ParsesInWorkers
 from pipelines.write.extraction import extraction_sql as q
 from pipelines.write.extraction.extraction_store import (
     DocumentCounts,
@@ -61,7 +62,9 @@ def extract_documents(
     """Extract and merge the documents a batch at a time, so a backfill of the whole corpus holds
     two batches in memory and shows progress as it goes. The next batch is extracted and staged
     while this one is merged: the merge waits on the database, the extraction on the CPU. Only the
-    merge holds the graph write lock, so another run's extraction goes on beside it."""
+    merge holds the graph write lock, so another run's extraction goes on beside it. While a server
+    on this machine merges a batch, the parse runs one worker fewer, so that the merge, which every
+    other writer waits on, has a core to itself."""
     report = ExtractionReport()
     document_ids = list(dict.fromkeys(document_ids))
     with database.connection() as connection:
@@ -77,10 +80,17 @@ def extract_documents(
             extracted = upcoming.pop().result()
             if index + 1 < len(batches):
                 upcoming.append(ahead.submit(_extract_batch, database, extractor, batches[index + 1]))
-            _merge_batch(database, extracted, merge_similarity, report)
+            with _core_for_the_server(database, extractor):
+                _merge_batch(database, extracted, merge_similarity, report)
             written += len(extracted.document_ids)
             advance(written)
     return report
+
+
+def _core_for_the_server(database: Database, extractor: Extractor) -> AbstractContextManager[None]:
+    if server_on_this_machine(database.url) and isinstance(extractor, ParsesInWorkers):
+        return extractor.one_worker_fewer()
+    return nullcontext()
 
 
 @dataclass

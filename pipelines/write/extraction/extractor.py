@@ -8,7 +8,8 @@ asks an OpenAI-compatible chat endpoint for JSON-schema output. Defaults come fr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from contextlib import AbstractContextManager
+from typing import Literal, Protocol, runtime_checkable
 
 from pipelines.config import ExtractionSettings
 from pipelines.resources.llm import ChatEndpointResource
@@ -23,6 +24,16 @@ class Extractor(Protocol):
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
         """One extraction per chunk, in the order given."""
+        ...
+
+
+@runtime_checkable
+class ParsesInWorkers(Protocol):
+    """An extractor that parses on this machine's cores in worker processes, and can leave one of
+    them to other work for a while."""
+
+    def one_worker_fewer(self) -> AbstractContextManager[None]:
+        """Inside: one worker fewer at work, never none."""
         ...
 
 

@@ -20,14 +20,16 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 
 from pipelines.write.extraction.dialogue import read_turns
 from pipelines.write.extraction.extraction_model import ChunkExtraction, ChunkText, ExtractedFact, Mention
 from pipelines.write.extraction.grounding import ISO_DATE, prose_paragraphs, sentence_validity
 from pipelines.write.extraction.ontology import guess_kind, kind_from_name, kind_from_role
 from pipelines.write.extraction.page_subject import PageSubject, PageSubjects
+from pipelines.write.extraction.parse_slots import ParseSlots
 from pipelines.write.extraction.spacy_pipeline import LABEL_KINDS, load_pipeline, predicate_name
 
 SUBJECTS = {"nsubj", "nsubjpass"}
@@ -469,18 +471,35 @@ class SpacyExtractor:
         self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
         self.chunks_per_task = chunks_per_task
         self._pool: ProcessPoolExecutor | None = None
+        self._slots = ParseSlots(self.workers)
 
     def extract(self, chunks: Sequence[ChunkText]) -> list[ChunkExtraction]:
         if self.workers < 2 or len(chunks) <= self.chunks_per_task:
             return _extract_chunks(chunks, self.batch_size)
         tasks = _tasks_by_page(chunks, self.chunks_per_task)
         pool = self._worker_pool()
+        running: list[Future[list[ChunkExtraction]]] = []
+        for task in tasks:
+            self._slots.take()
+            try:
+                future = pool.submit(_extract_chunks, [chunks[i] for i in task], self.batch_size)
+            except BaseException:
+                self._slots.give_back()
+                raise
+            future.add_done_callback(lambda _: self._slots.give_back())
+            running.append(future)
         results: list[ChunkExtraction | None] = [None] * len(chunks)
-        done = pool.map(_extract_chunks, [[chunks[i] for i in task] for task in tasks], [self.batch_size] * len(tasks))
-        for task, extractions in zip(tasks, done, strict=True):
-            for index, extraction in zip(task, extractions, strict=True):
+        for task, future in zip(tasks, running, strict=True):
+            for index, extraction in zip(task, future.result(), strict=True):
                 results[index] = extraction
         return [extraction for extraction in results if extraction is not None]
+
+    @contextmanager
+    def one_worker_fewer(self) -> Iterator[None]:
+        """Inside: one parse worker fewer at work (never none), so that work done meanwhile on this
+        machine by another process, the database server's, has a core to itself (`parse_slots`)."""
+        with self._slots.one_yielded():
+            yield
 
     def _worker_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
