@@ -1,12 +1,10 @@
 """How many parse tasks run at once: one per worker process, and one fewer while the caller's
 database server, on the same machine, works on a batch (stages, resolves and merges it).
 
-The merge holds the graph write lock that every other writer waits on. Beside two busy parse workers
-on two cores, the server's backend gets about two thirds of a core (the scheduler balances three
-runnable processes over two), and the merge of the MuSiQue build took 7.0 to 7.4 s instead of the
-6.1 s it takes alone; beside one busy worker it took 6.1 s. A worker left idle for those seconds
-costs the parse little, since the cores stay busy either way: one parses, the other serves the
-merge.
+The merge holds the graph write lock that every other writer waits on. Replayed on two cores beside
+two busy processes, the merge of the MuSiQue build took 7.0 to 7.4 s instead of the 6.1 s it takes
+alone; beside one, it took 6.1 s. A worker left idle for those seconds costs the parse little,
+since the cores stay busy either way: one parses, the other serves the merge.
 """
 
 from __future__ import annotations
