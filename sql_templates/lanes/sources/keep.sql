@@ -80,7 +80,15 @@ SELECT
         || coalesce(' (observed ' || to_char(document.observed_at, 'YYYY-MM-DD') || ')', '')
         || coalesce(' (expires ' || to_char(document.expires_at, 'YYYY-MM-DD') || ')', '')
         || ': '
-        || left(regexp_replace(kept.text, '\s+', ' ', 'g'), CAST(:snippet_chars AS integer)) AS line,
+        || left(
+            -- Most chunks are flat already (no run of whitespace, no whitespace but the space): a
+            -- match is a fraction of the cost of a replacement, which was 6% of find on MuSiQue.
+            CASE
+                WHEN kept.text ~ '\s\s|(?! )\s' THEN regexp_replace(kept.text, '\s+', ' ', 'g')
+                ELSE kept.text
+            END,
+            CAST(:snippet_chars AS integer)
+        ) AS line,
     kept.scopes,
     NULL AS fact_id,
     kept.chunk_id AS source_chunk_id,
