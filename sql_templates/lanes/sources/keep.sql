@@ -82,7 +82,7 @@ SELECT
         || ': '
         || left(
             -- Most chunks are flat already (no run of whitespace, no whitespace but the space): a
-            -- match costs a fraction of a replacement, which took 2 to 10% of find on the
+            -- match costs a fraction of a replacement, which took 4 to 10% of find on the
             -- evaluation sets.
             CASE
                 WHEN kept.text ~ '\s\s|(?! )\s' THEN regexp_replace(kept.text, '\s+', ' ', 'g')
