@@ -208,18 +208,17 @@ def test_rows_come_in_plan_order_then_lane_ordering(world, config):
     assert priorities == sorted(priorities)
 
 
-
 def test_a_source_line_flattens_every_run_of_whitespace_to_one_space(make_database, config):
     database = make_database()
     with database.connection() as connection:
         with Planter(connection) as plant:
-            for id, text in {
+            for name, text in {
                 "tabbed": "Quarterly\tledger totals were reconciled\u2003on Friday.",
                 "spaced": "The  ledger\n\nwas  closed  on\r\nMonday.",
                 "flat": "The flat ledger line stays as it was.",
             }.items():
-                plant.document(id, id.title())
-                plant.chunk(id, 0, text)
+                plant.document(name, name.title())
+                plant.chunk(name, 0, text)
     sources = by_lane(ask(database, config, "Was the quarterly ledger reconciled and closed?"), "sources")
     assert sources["chunk:tabbed#0"] == "Tabbed: Quarterly ledger totals were reconciled on Friday."
     assert sources["chunk:spaced#0"] == "Spaced: The ledger was closed on Monday."
