@@ -8,7 +8,7 @@ under the graph write lock, so nothing is ever half-written and a killed run lea
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -74,23 +74,26 @@ def extract_documents(
     advance = step_progress(STEP, len(document_ids), "documents", progress)
     batches = [document_ids[start : start + batch_size] for start in range(0, len(document_ids), batch_size)]
     written = 0
+    core_for_the_server = _core_for_the_server(database, extractor)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=STEP) as ahead:
         upcoming = [ahead.submit(_extract_batch, database, extractor, batch) for batch in batches[:1]]
         for index in range(len(batches)):
             extracted = upcoming.pop().result()
             if index + 1 < len(batches):
                 upcoming.append(ahead.submit(_extract_batch, database, extractor, batches[index + 1]))
-            with _core_for_the_server(database, extractor):
+            with core_for_the_server():
                 _merge_batch(database, extracted, merge_similarity, report)
             written += len(extracted.document_ids)
             advance(written)
     return report
 
 
-def _core_for_the_server(database: Database, extractor: Extractor) -> AbstractContextManager[None]:
+def _core_for_the_server(database: Database, extractor: Extractor) -> Callable[[], AbstractContextManager[None]]:
+    """What each merge runs inside: one parse worker fewer when the server shares this machine's
+    cores and the extractor parses in workers, else nothing. Decided once a run."""
     if server_on_this_machine(database.url) and isinstance(extractor, ParsesInWorkers):
-        return extractor.one_worker_fewer()
-    return nullcontext()
+        return extractor.one_worker_fewer
+    return nullcontext
 
 
 @dataclass
